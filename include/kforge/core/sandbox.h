@@ -1,0 +1,60 @@
+// Sandbox: wraps a ProcessSpec so the child runs isolated, and says which isolation it really got.
+//
+// The bubblewrap sandbox gives: no network (own network namespace), a read-only view of the whole
+// file system except the scratch directory (and private /tmp, /dev/shm), hidden paths replaced by
+// empty directories, its own PID namespace (killing it kills everything inside), and, when KForge
+// runs as root, an unprivileged user (nobody) so that the per-user process limit holds and files
+// owned by the orchestrator stay unreadable. Resource limits (memory, CPU, processes) come from
+// ProcessSpec::limits. Without bubblewrap only limits and the user switch apply, and Isolation
+// says so: callers report it with every result.
+//
+// Thread-safety: Wrap() and isolation() are const and may be called from any thread.
+#ifndef KFORGE_CORE_SANDBOX_H_
+#define KFORGE_CORE_SANDBOX_H_
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kforge/core/subprocess.h"
+
+namespace kforge {
+
+struct SandboxPolicy {
+  std::filesystem::path scratch_dir;                 // the only writable directory
+  std::vector<std::filesystem::path> hidden_paths;   // replaced by empty directories
+  std::vector<std::filesystem::path> visible_paths;  // shown read-only even inside hidden ones
+  bool allow_network = false;
+  bool drop_privileges = true;  // run as nobody when started as root
+};
+
+// What a sandboxed child actually gets; printed with every verdict.
+struct Isolation {
+  std::string mechanism;  // "bubblewrap" or "none"
+  bool network_isolated = false;
+  bool filesystem_read_only = false;
+  bool pid_namespace = false;
+  bool unprivileged_user = false;
+
+  // One line, e.g. "bubblewrap: no network, read-only fs, own pid ns, user nobody".
+  std::string Describe() const;
+};
+
+class Sandbox {
+ public:
+  virtual ~Sandbox() = default;
+  // Returns `spec` changed to run under `policy`: argv wrapped, uid/gid set, TMPDIR pointed at the
+  // scratch directory.
+  virtual ProcessSpec Wrap(ProcessSpec spec, const SandboxPolicy& policy) const = 0;
+  // The isolation Wrap() provides under `policy`.
+  virtual Isolation isolation(const SandboxPolicy& policy) const = 0;
+};
+
+// Bubblewrap when `bwrap` is installed and works here (probed once), else limits only.
+// KFORGE_SANDBOX=none forces the latter (for debugging; reported as such).
+std::shared_ptr<const Sandbox> DefaultSandbox();
+
+}  // namespace kforge
+
+#endif  // KFORGE_CORE_SANDBOX_H_

@@ -1,0 +1,77 @@
+// Child processes with a state machine, bounded output capture, resource limits, an optional
+// result pipe, and a wall-clock timeout that kills the whole process group.
+//
+// Thread-safety: RunProcess may be called from many threads at once; each call owns its child.
+#ifndef KFORGE_CORE_SUBPROCESS_H_
+#define KFORGE_CORE_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/core/error.h"
+
+namespace kforge {
+
+// Lifecycle of one child: pending -> running -> done | failed | timed_out.
+// done: exited with status 0; failed: non-zero exit or killed by a signal; timed_out: killed by us
+// at the deadline (or on cancellation).
+enum class ProcessState { kPending, kRunning, kDone, kFailed, kTimedOut };
+std::string_view ProcessStateName(ProcessState state);
+
+// setrlimit values applied in the child before exec; unset means inherited.
+struct ResourceLimits {
+  std::optional<std::uint64_t> address_space_bytes;  // RLIMIT_AS (breaks CUDA: leave unset there)
+  std::optional<std::uint64_t> cpu_seconds;          // RLIMIT_CPU
+  std::optional<std::uint64_t> processes;  // RLIMIT_NPROC, per user: effective for non-root uids
+  std::optional<std::uint64_t> file_size_bytes;      // RLIMIT_FSIZE
+  std::optional<std::uint64_t> open_files;           // RLIMIT_NOFILE
+};
+
+// File descriptor number at which the child finds the write end of the result pipe.
+inline constexpr int kResultFd = 3;
+
+struct ProcessSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH
+  // Complete environment of the child as NAME=VALUE; empty means inherit ours.
+  std::vector<std::string> env;
+  std::filesystem::path cwd;                  // empty: inherit
+  std::chrono::milliseconds timeout{0};       // 0: no deadline
+  ResourceLimits limits;
+  std::optional<uid_t> uid;                   // switch to this user (needs root)
+  std::optional<gid_t> gid;
+  bool result_pipe = false;                   // open a pipe whose write end is kResultFd
+  std::size_t max_output_bytes = 256 * 1024;  // per stream; the head and the tail are kept
+};
+
+struct ProcessResult {
+  ProcessState state = ProcessState::kPending;
+  int exit_code = -1;        // when the child exited
+  int term_signal = 0;       // when a signal ended it (SIGKILL after a timeout included)
+  bool cancelled = false;    // killed because the stop token fired
+  std::string stdout_text;   // bounded: head + "[... N bytes cut ...]" + tail
+  std::string stderr_text;
+  std::string result_text;   // everything written to the result pipe (unbounded up to 64 MiB)
+  double wall_seconds = 0;
+  double cpu_seconds = 0;    // user + system of the child and its waited-for descendants
+  long max_rss_kib = 0;
+};
+
+// Starts the child, waits for it (or the deadline / stop request), kills its process group, and
+// returns what happened. Errors are only for failures to start (fork/pipe/exec problems); a child
+// that crashes or times out is a successful call with that state.
+Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop = {});
+
+// Searches PATH for `name`; empty if absent.
+std::string FindProgram(std::string_view name);
+
+}  // namespace kforge
+
+#endif  // KFORGE_CORE_SUBPROCESS_H_

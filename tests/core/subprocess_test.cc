@@ -1,0 +1,106 @@
+#include "kforge/core/subprocess.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+namespace kforge {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(SubprocessTest, CapturesOutputAndExitCode) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "echo out; echo err >&2; exit 3"};
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->state, ProcessState::kFailed);
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->stdout_text, "out\n");
+  EXPECT_EQ(r->stderr_text, "err\n");
+}
+
+TEST(SubprocessTest, ResultPipeIsFd3) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "echo '{\"ok\":1}' >&3; echo noise"};
+  spec.result_pipe = true;
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, ProcessState::kDone);
+  EXPECT_EQ(r->result_text, "{\"ok\":1}\n");
+  EXPECT_EQ(r->stdout_text, "noise\n");
+}
+
+TEST(SubprocessTest, TimeoutKillsWholeProcessGroup) {
+  ProcessSpec spec;
+  // A background grandchild holding the pipes must not keep us waiting.
+  spec.argv = {"sh", "-c", "sleep 30 & sleep 30"};
+  spec.timeout = milliseconds(300);
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, ProcessState::kTimedOut);
+  EXPECT_EQ(r->term_signal, SIGKILL);
+  EXPECT_LT(r->wall_seconds, 5.0);
+}
+
+TEST(SubprocessTest, LeftoverBackgroundProcessDoesNotBlock) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "sleep 30 & echo done"};
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, ProcessState::kDone);
+  EXPECT_LT(r->wall_seconds, 5.0);
+}
+
+TEST(SubprocessTest, SignalIsRecorded) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "kill -SEGV $$"};
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, ProcessState::kFailed);
+  EXPECT_EQ(r->term_signal, SIGSEGV);
+}
+
+TEST(SubprocessTest, MissingProgramIsAnError) {
+  ProcessSpec spec;
+  spec.argv = {"/nonexistent/kforge-no-such-program"};
+  auto r = RunProcess(spec);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("cannot start"), std::string::npos);
+}
+
+TEST(SubprocessTest, OutputIsBounded) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' x"};
+  spec.max_output_bytes = 1000;
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_LT(r->stdout_text.size(), 1100u);
+  EXPECT_NE(r->stdout_text.find("bytes cut"), std::string::npos);
+}
+
+TEST(SubprocessTest, AddressSpaceLimitApplies) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "ulimit -v"};
+  spec.limits.address_space_bytes = 512ull << 20;
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text, "524288\n");
+}
+
+TEST(SubprocessTest, StopTokenCancels) {
+  std::stop_source source;
+  ProcessSpec spec;
+  spec.argv = {"sleep", "30"};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    source.request_stop();
+  });
+  auto r = RunProcess(spec, source.get_token());
+  canceller.join();
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_EQ(r->state, ProcessState::kTimedOut);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,67 @@
+"""Entry point: ``python3 -m kforge_runner --job JOB.json --result-fd N``.
+
+Reads the job, runs its phase and writes exactly one result document to fd N. Whatever goes wrong
+outside candidate and task code (a malformed job, unreadable inputs, a runner bug) is reported as
+``infra_error``. Exits 0 once the result is written; 2 on bad command-line arguments (no result can
+be written then).
+"""
+
+import argparse
+import os
+import sys
+
+from kforge_runner import errors, process_guard, protocol
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python3 -m kforge_runner",
+                                     description="Runs one KForge evaluation phase (runner/PROTOCOL.md).")
+    parser.add_argument("--job", required=True, help="path of the job JSON document")
+    parser.add_argument("--result-fd", required=True, type=int,
+                        help="open file descriptor to write the result JSON document to")
+    return parser.parse_args(argv)
+
+
+def _run_phase(job):
+    # Imported here so that a protocol or job error is answered without importing torch.
+    if isinstance(job, protocol.ReferenceJob):
+        from kforge_runner import reference_phase
+        return reference_phase.run(job)
+    from kforge_runner import candidate_phase
+    return candidate_phase.run(job)
+
+
+def _result_for(job_path: str):
+    try:
+        job = protocol.read_job(job_path)
+    except protocol.UnsupportedProtocol as e:
+        return {"status": errors.STATUS_INFRA_ERROR, "diagnostics": str(e)}
+    except protocol.JobError as e:
+        return {"status": errors.STATUS_INFRA_ERROR, "diagnostics": f"bad job: {e}"}
+    phase = "reference" if isinstance(job, protocol.ReferenceJob) else "candidate"
+    try:
+        return _run_phase(job)
+    except (Exception, SystemExit) as e:
+        process_guard.exit_if_forked()
+        return {"phase": phase, "status": errors.STATUS_INFRA_ERROR,
+                "diagnostics": errors.format_diagnostics(e, context=f"runner ({phase} phase)")}
+
+
+def main(argv=None) -> int:
+    args = _parse_args(argv)
+    channel = protocol.ResultChannel(args.result_fd)
+    result = _result_for(args.job)
+    try:
+        channel.write(result)
+    except (TypeError, ValueError) as e:  # a runner bug put a non-JSON value into the result
+        channel.write({"phase": result.get("phase"), "status": errors.STATUS_INFRA_ERROR,
+                       "diagnostics": f"result not serialisable as JSON: {e}"})
+    return 0
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skips atexit handlers and joins of threads that candidate code may have left behind.
+    os._exit(status)

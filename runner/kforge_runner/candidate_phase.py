@@ -1,0 +1,110 @@
+"""Phase ``candidate``: loads one candidate and runs it on the stored inputs of every trial.
+
+Reads ``inputs_dir`` (trial inputs, reference state, init.json) and writes the candidate's outputs
+to ``outputs_dir/trial_K/``. Loading is stage "load" and each call stage "run" for classifying
+exceptions (errors.classify); the first failure ends the phase, keeping the trials completed so far.
+Candidate code always runs inside ``process_guard.candidate_code()``.
+"""
+
+import json
+import os
+import time
+from typing import Any, Dict, List
+
+import torch
+
+from kforge_runner import environment, errors, isolation, process_guard, task_loader, tensor_files
+from kforge_runner.errors import LoadStage
+from kforge_runner.protocol import CandidateJob
+
+
+class _Failure(Exception):
+    """Candidate code raised; carries the protocol status and trimmed diagnostics."""
+
+    def __init__(self, status: str, diagnostics: str):
+        super().__init__(diagnostics)
+        self.status = status
+        self.diagnostics = diagnostics
+
+
+def _call_candidate(stage: str, own_files: List[str], context: str, fn, *args):
+    """Runs ``fn(*args)`` as candidate code; any exception becomes a _Failure."""
+    try:
+        with process_guard.candidate_code():
+            return fn(*args)
+    except (Exception, SystemExit) as e:
+        raise _Failure(errors.classify(e, stage),
+                       errors.format_diagnostics(e, own_files, context)) from None
+
+
+def _read_state(inputs_dir: str) -> Dict[str, torch.Tensor]:
+    with open(os.path.join(inputs_dir, "init.json"), encoding="utf-8") as f:
+        init = json.load(f)
+    state_dir = os.path.join(inputs_dir, "state")
+    return {e["key"]: tensor_files.read_tensor(state_dir, e) for e in init["state"]}
+
+
+def _load(job: CandidateJob, state: Dict[str, torch.Tensor], device: torch.device):
+    """Returns ``run(inputs, expected) -> (outputs, inputs_unchanged, problems)`` for the job's kind."""
+    spec = job.candidate
+    own_files = [spec.source_file] if spec.source_file else []
+    if spec.kind == "native":
+        from kforge_runner.native import NativeCandidate
+        native = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate", NativeCandidate,
+                                 spec.artifact, device, list(state.values()))
+        return lambda inputs, expected: (*native.run(inputs, expected), []), {}
+    if spec.kind == "opencl":
+        from kforge_runner.opencl import OpenCLCandidate
+        ocl = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate", OpenCLCandidate,
+                              spec.source_file, spec.opencl_platform)
+        state_list = list(state.values())
+        return (lambda inputs, expected: (*ocl.run(inputs, state_list, expected), []),
+                {"opencl_device": ocl.device.name})
+    from kforge_runner.module_candidate import ModuleCandidate
+    task = task_loader.load_task(job.task)
+    module = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate", ModuleCandidate,
+                             spec.source_file, task, job.init_seed, device, state)
+    return module.run, {"state_loaded": module.state_loaded}
+
+
+def _write_outputs(directory: str, outputs: List[Any]) -> List[Dict[str, Any]]:
+    """Writes the tensor outputs that have a protocol dtype; others are already listed as problems."""
+    os.makedirs(directory, exist_ok=True)
+    entries = []
+    for i, out in enumerate(outputs):
+        if isinstance(out, torch.Tensor) and out.dtype in tensor_files.DTYPE_NAMES:
+            entries.append(tensor_files.write_tensor(directory, f"output_{i}", out))
+    tensor_files.write_manifest(directory, entries)
+    return entries
+
+
+def run(job: CandidateJob) -> Dict[str, Any]:
+    """Runs the candidate phase. Infrastructure failures (unreadable inputs, unwritable outputs_dir,
+    a task that no longer loads) propagate to the entry point, which reports infra_error."""
+    started = time.monotonic()
+    device = torch.device(job.device)
+    result: Dict[str, Any] = {"phase": "candidate", "status": errors.STATUS_OK, "diagnostics": "",
+                              "trials": [], "environment": environment.describe(device),
+                              "observed_isolation": isolation.observe()}
+    own_files = [job.candidate.source_file] if job.candidate.source_file else []
+    state = _read_state(job.inputs_dir)
+    try:
+        run_once, extra = _load(job, state, device)
+        if "opencl_device" in extra:
+            result["environment"]["opencl_device"] = extra.pop("opencl_device")
+        result.update(extra)
+        for trial in job.trials:
+            trial_dir = os.path.join(job.inputs_dir, f"trial_{trial.index}")
+            inputs = [tensor_files.read_value(trial_dir, e) for e in tensor_files.read_manifest(trial_dir)]
+            trial_started = time.monotonic()
+            outputs, unchanged, problems = _call_candidate(
+                LoadStage.RUN, own_files, f"trial {trial.index}", run_once, inputs, trial.outputs)
+            seconds = time.monotonic() - trial_started
+            result["trials"].append({
+                "index": trial.index,
+                "outputs": _write_outputs(os.path.join(job.outputs_dir, f"trial_{trial.index}"), outputs),
+                "inputs_unchanged": unchanged, "problems": problems, "seconds": seconds})
+    except _Failure as failure:
+        result["status"], result["diagnostics"] = failure.status, failure.diagnostics
+    result["seconds"] = time.monotonic() - started
+    return result

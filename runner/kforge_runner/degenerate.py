@@ -1,0 +1,71 @@
+"""Degenerate-task checks on reference outputs (EVAL-PROTOCOL correctness rule 4).
+
+A task whose output is all zero, constant, well approximated by its mean, or not reproducible
+would reward trivial or lucky candidates; the flags are reported next to its results.
+"""
+
+from typing import Dict, List
+
+import torch
+
+from kforge_runner.protocol import Tolerance
+
+
+def within_tolerance(candidate: torch.Tensor, reference: torch.Tensor, tolerance: Tolerance,
+                     nan_equal: bool = False) -> bool:
+    """The orchestrator's rule: every ``|a - b| <= atol + rtol * |b|``, equal infinities match.
+
+    NaN never matches unless ``nan_equal`` (used only to compare the reference with itself).
+    """
+    if candidate.shape != reference.shape:
+        return False
+    a, b = candidate.double(), reference.double()
+    ok = ((a - b).abs() <= tolerance.atol + tolerance.rtol * b.abs()) | (a == b)
+    if nan_equal:
+        ok |= a.isnan() & b.isnan()
+    return bool(ok.all())
+
+
+def _is_constant(t: torch.Tensor) -> bool:
+    return t.numel() == 0 or bool((t == t.reshape(-1)[0]).all())
+
+
+def _mean_passes(t: torch.Tensor, tolerance: Tolerance) -> bool:
+    mean = t.double().mean() if t.numel() else torch.tensor(0.0, dtype=torch.float64)
+    return within_tolerance(torch.full(t.shape, float(mean), dtype=torch.float64), t, tolerance)
+
+
+class DegenerateCheck:
+    """Accumulates output statistics trial by trial; ``flags()`` gives the protocol's degenerate object.
+
+    ``nondeterministic`` is set by the caller from a second run of the reference on trial 0's inputs
+    (``record_rerun``).
+    """
+
+    def __init__(self, tolerance: Tolerance):
+        self._tolerance = tolerance
+        self._seen = False
+        self._all_zero = True
+        self._constant = True
+        self._constant_passes = True
+        self._nondeterministic = False
+
+    def add_trial(self, outputs: List[torch.Tensor]) -> None:
+        for t in outputs:
+            t = t.detach()
+            self._seen = True
+            self._all_zero &= bool((t == 0).all())
+            self._constant &= _is_constant(t)
+            self._constant_passes &= _mean_passes(t, self._tolerance)
+
+    def record_rerun(self, first: List[torch.Tensor], second: List[torch.Tensor]) -> None:
+        same = len(first) == len(second) and all(
+            a.dtype == b.dtype and within_tolerance(b, a, self._tolerance, nan_equal=True)
+            for a, b in zip(first, second))
+        self._nondeterministic = not same
+
+    def flags(self) -> Dict[str, bool]:
+        return {"all_zero": self._seen and self._all_zero,
+                "constant": self._seen and self._constant,
+                "constant_passes": self._seen and self._constant_passes,
+                "nondeterministic": self._nondeterministic}

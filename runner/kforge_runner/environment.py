@@ -1,0 +1,34 @@
+"""The software and device a phase ran on, for the ``environment`` field of every result.
+
+Versions are read from package metadata, so reporting Triton's version does not import Triton.
+"""
+
+import importlib.metadata
+import platform
+from typing import Any, Dict, Optional
+
+import numpy as np
+import torch
+
+
+def _package_version(name: str) -> Optional[str]:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def device_name(device: torch.device) -> str:
+    """The accelerator's marketing name for cuda devices, else the device type ("cpu")."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return device.type
+
+
+def describe(device: torch.device) -> Dict[str, Any]:
+    """``{"python", "torch", "numpy", "device_name", "triton"}``; triton is null when not installed."""
+    return {"python": platform.python_version(),
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "device_name": device_name(device),
+            "triton": _package_version("triton")}

@@ -1,0 +1,83 @@
+"""Module candidates: a Python file defining ``class ModelNew(nn.Module)`` (KernelBench style).
+
+Covers Triton and CuTe DSL kernels and ``load_inline`` extensions: whatever the file imports is
+imported when it is loaded. ``ModelNew`` is constructed exactly like the reference ``Model``
+(seed, init inputs, eval mode on the device); the reference state is loaded when its
+``state_dict()`` has the same keys and shapes. Each call gets clones of the inputs (scalars as
+Python numbers), runs under ``torch.no_grad()`` after freed CUDA memory has been poisoned, and
+the device is synchronised before the outputs are inspected.
+"""
+
+from typing import Any, Dict, List, Tuple
+
+import torch
+
+from kforge_runner import input_guard, poison, source_loader, task_loader, tensor_files
+from kforge_runner.protocol import OutputSpec
+
+CANDIDATE_MODULE_NAME = "kforge_candidate"
+
+
+def _shapes_match(model: torch.nn.Module, state: Dict[str, torch.Tensor]) -> bool:
+    own = model.state_dict()
+    return own.keys() == state.keys() and all(own[k].shape == state[k].shape for k in own)
+
+
+def _as_output_list(value: Any) -> List[Any]:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
+
+
+def check_outputs(outputs: List[Any], expected: List[OutputSpec], device: torch.device) -> List[str]:
+    """Problems with the candidate's outputs against the reference's count, dtype, shape and device."""
+    problems = []
+    if len(outputs) != len(expected):
+        problems.append(f"{len(outputs)} outputs, expected {len(expected)}")
+    for i, (out, spec) in enumerate(zip(outputs, expected)):
+        if not isinstance(out, torch.Tensor):
+            problems.append(f"output {i}: a {type(out).__name__}, expected a tensor")
+            continue
+        name = tensor_files.DTYPE_NAMES.get(out.dtype, str(out.dtype))
+        if name != spec.dtype:
+            problems.append(f"output {i}: dtype {name}, expected {spec.dtype}")
+        if list(out.shape) != spec.shape:
+            problems.append(f"output {i}: shape {list(out.shape)}, expected {spec.shape}")
+        if out.device.type != device.type:
+            problems.append(f"output {i}: on device {out.device}, expected {device}")
+    return problems
+
+
+class ModuleCandidate:
+    """A constructed ``ModelNew``; constructing it executes the candidate file (candidate code)."""
+
+    def __init__(self, source_file: str, task: task_loader.Task, init_seed: int,
+                 device: torch.device, state: Dict[str, torch.Tensor]):
+        module = source_loader.load_module(source_file, CANDIDATE_MODULE_NAME)
+        if not hasattr(module, "ModelNew"):
+            raise AttributeError(f"{source_file} does not define class ModelNew")
+        self._device = device
+        self.model, _ = task_loader.construct(module.ModelNew, task, init_seed, device)
+        self.state_loaded = _shapes_match(self.model, state)
+        if self.state_loaded:
+            self.model.load_state_dict({k: v.to(device) for k, v in state.items()})
+
+    def run(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[List[Any], bool, List[str]]:
+        """Calls ``ModelNew`` once; returns (outputs, inputs_unchanged, problems)."""
+        originals = [v.to(self._device) if isinstance(v, torch.Tensor) else v for v in inputs]
+        handed = input_guard.clones(originals)
+        working_set = sum(v.numel() * v.element_size() for v in originals if isinstance(v, torch.Tensor))
+        working_set += sum(torch.empty((), dtype=tensor_files.torch_dtype(s.dtype)).element_size()
+                           * _numel(s.shape) for s in expected)
+        poison.poison_freed_cuda_memory(self._device, working_set)
+        with torch.no_grad():
+            outputs = _as_output_list(self.model(*handed))
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
+        return outputs, input_guard.unchanged(originals, handed), check_outputs(outputs, expected,
+                                                                                 self._device)
+
+
+def _numel(shape: List[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

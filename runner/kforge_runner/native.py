@@ -1,0 +1,90 @@
+"""Native candidates: a shared object exporting ``kforge_forward`` (abi/kforge_kernel.h), via ctypes.
+
+Inputs are the task inputs then the reference state tensors, as ``kforge_tensor`` descriptors of
+contiguous tensors; scalars are 0-d float64 host tensors. Outputs are runner-allocated, poisoned
+tensors with the reference's shapes and dtypes. The call gets the current CUDA stream on cuda
+devices (NULL otherwise), and the device is synchronised before the outputs are read.
+"""
+
+import ctypes
+from typing import Any, List, Tuple
+
+import torch
+
+from kforge_runner import input_guard, poison, tensor_files
+from kforge_runner.errors import CompileError
+from kforge_runner.protocol import OutputSpec
+
+MAX_DIMS = 8
+ABI_DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2, "float64": 3, "int32": 4, "int64": 5,
+              "int8": 6, "uint8": 7, "bool": 8, "int16": 9}
+
+
+class KforgeTensor(ctypes.Structure):
+    """Mirror of ``struct kforge_tensor``."""
+
+    _fields_ = [("data", ctypes.c_void_p),
+                ("dtype", ctypes.c_int32),
+                ("ndim", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * MAX_DIMS),
+                ("strides", ctypes.c_int64 * MAX_DIMS)]
+
+
+class NativeCallError(Exception):
+    """``kforge_forward`` returned a non-zero status."""
+
+
+def describe(tensor: torch.Tensor) -> KforgeTensor:
+    """The descriptor of a contiguous tensor; raises ValueError beyond 8 dimensions."""
+    if tensor.dim() > MAX_DIMS:
+        raise ValueError(f"tensor of rank {tensor.dim()} exceeds the native ABI's {MAX_DIMS} dims")
+    d = KforgeTensor()
+    d.data = tensor.data_ptr()
+    d.dtype = ABI_DTYPES[tensor_files.dtype_name(tensor.dtype)]
+    d.ndim = tensor.dim()
+    for i, (size, stride) in enumerate(zip(tensor.shape, tensor.stride())):
+        d.shape[i] = size
+        d.strides[i] = stride
+    return d
+
+
+def _descriptor_array(tensors: List[torch.Tensor]):
+    return (KforgeTensor * max(len(tensors), 1))(*[describe(t) for t in tensors])
+
+
+class NativeCandidate:
+    """A loaded ``kforge_forward``. Loading failures raise CompileError."""
+
+    def __init__(self, artifact: str, device: torch.device, state: List[torch.Tensor]):
+        try:
+            library = ctypes.CDLL(artifact)
+            forward = library.kforge_forward
+        except (OSError, AttributeError) as e:
+            raise CompileError(f"cannot load kforge_forward from {artifact}: {e}") from e
+        forward.restype = ctypes.c_int
+        forward.argtypes = [ctypes.POINTER(KforgeTensor), ctypes.c_int,
+                            ctypes.POINTER(KforgeTensor), ctypes.c_int, ctypes.c_void_p]
+        self._library = library
+        self._forward = forward
+        self._device = device
+        self._state = [t.to(device).contiguous() for t in state]
+
+    def _to_abi(self, value: Any) -> torch.Tensor:
+        if isinstance(value, torch.Tensor):
+            return value.to(self._device).contiguous()
+        return torch.tensor(float(value), dtype=torch.float64)  # scalars stay on the host
+
+    def run(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool]:
+        """Calls the kernel once; returns (outputs, inputs_unchanged). Non-zero status raises."""
+        originals = [self._to_abi(v) for v in inputs] + self._state
+        handed = input_guard.clones(originals)
+        outputs = [poison.filled_tensor(spec.shape, tensor_files.torch_dtype(spec.dtype), self._device)
+                   for spec in expected]
+        in_array, out_array = _descriptor_array(handed), _descriptor_array(outputs)
+        stream = torch.cuda.current_stream(self._device).cuda_stream if self._device.type == "cuda" else None
+        status = self._forward(in_array, len(handed), out_array, len(outputs), stream)
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
+        if status != 0:
+            raise NativeCallError(f"kforge_forward returned {status}")
+        return outputs, input_guard.unchanged(originals, handed)

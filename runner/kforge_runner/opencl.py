@@ -1,0 +1,126 @@
+"""OpenCL candidates: a Python file with ``SOURCE`` (OpenCL C) and
+``launch(cl, queue, program, inputs, outputs)``, run through pyopencl.
+
+``inputs``/``outputs`` are lists of ``Buffer``. The program is built for the first device of the
+platform whose name contains the job's platform substring, with ``-cl-std=CL1.2``; a failed build
+raises CompileError with the build log. Outputs start as NaN (floats) or 0x5A bytes (integers);
+the runner waits for the queue to finish after ``launch``. pyopencl is imported only here.
+"""
+
+import os
+from typing import Any, List, Tuple
+
+import numpy as np
+import torch
+
+from kforge_runner import source_loader, tensor_files
+from kforge_runner.errors import CompileError
+from kforge_runner.poison import POISON_BYTE
+from kforge_runner.protocol import OutputSpec
+
+CANDIDATE_MODULE_NAME = "kforge_candidate"
+BUILD_OPTIONS = ["-cl-std=CL1.2"]
+
+# pyopencl's binary cache writes under $HOME and adds its own text to build errors; builds here are
+# one-shot, so it is off. Must be set before pyopencl is imported.
+os.environ.setdefault("PYOPENCL_NO_CACHE", "1")
+import pyopencl as cl  # noqa: E402
+
+
+class Buffer:
+    """A device buffer holding one tensor's C-contiguous elements.
+
+    ``buf`` is the ``cl.Buffer``, ``shape`` a tuple, ``dtype`` the numpy dtype of the elements
+    (bfloat16 tensors use int16 holding the raw bfloat16 bit patterns), ``numel`` the element count.
+    Scalar inputs are 0-d float64 buffers.
+    """
+
+    def __init__(self, buf: "cl.Buffer", shape: Tuple[int, ...], dtype: np.dtype):
+        self.buf = buf
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.numel = int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+
+def _find_device(platform_substring: str) -> "cl.Device":
+    platforms = cl.get_platforms()
+    for platform in platforms:
+        if platform_substring.lower() in platform.name.lower():
+            devices = platform.get_devices()
+            if devices:
+                return devices[0]
+    names = ", ".join(repr(p.name) for p in platforms) or "none"
+    raise RuntimeError(f"no OpenCL platform with devices matches {platform_substring!r} (found: {names})")
+
+
+def _build(context: "cl.Context", device: "cl.Device", source: str) -> "cl.Program":
+    program = cl.Program(context, source)
+    try:
+        return program.build(options=BUILD_OPTIONS, devices=[device])
+    except cl.Error as e:
+        try:
+            log = program.get_build_info(device, cl.program_build_info.LOG)
+        except cl.Error:
+            log = str(e)
+        raise CompileError("OpenCL build failed (-cl-std=CL1.2):\n" + log.strip()) from None
+
+
+def _host_array(value: Any) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        return tensor_files.to_host_array(value)
+    return np.array(float(value), dtype=np.float64)
+
+
+def _poisoned_array(spec: OutputSpec) -> np.ndarray:
+    dtype = np.dtype(tensor_files.NUMPY_DTYPES[spec.dtype])
+    if spec.dtype in ("float32", "float16", "float64"):
+        return np.full(spec.shape, np.nan, dtype=dtype)
+    if spec.dtype == "bfloat16":
+        return np.full(spec.shape, 0x7FC0, dtype=dtype)  # bfloat16 quiet NaN
+    return np.frombuffer(bytes([POISON_BYTE]) * (int(np.prod(spec.shape)) * dtype.itemsize),
+                         dtype=dtype).reshape(spec.shape).copy()
+
+
+class OpenCLCandidate:
+    """A loaded and built OpenCL candidate. Loading raises CompileError when the build fails."""
+
+    def __init__(self, source_file: str, platform_substring: str):
+        self.device = _find_device(platform_substring)
+        self._context = cl.Context([self.device])
+        self._queue = cl.CommandQueue(self._context)
+        module = source_loader.load_module(source_file, CANDIDATE_MODULE_NAME)
+        for name in ("SOURCE", "launch"):
+            if not hasattr(module, name):
+                raise CompileError(f"{source_file} does not define {name}")
+        self._launch = module.launch
+        self._program = _build(self._context, self.device, module.SOURCE)
+
+    def _upload(self, array: np.ndarray) -> Buffer:
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        # A zero-sized cl.Buffer is invalid; empty tensors get one unused byte.
+        host = array if array.nbytes else np.zeros(1, dtype=np.uint8)
+        return Buffer(cl.Buffer(self._context, flags, hostbuf=host), array.shape, array.dtype)
+
+    def _download(self, buffer: Buffer) -> np.ndarray:
+        host = np.empty(buffer.shape, dtype=buffer.dtype)
+        if host.nbytes:
+            cl.enqueue_copy(self._queue, host, buffer.buf)
+        return host
+
+    def run(self, inputs: List[Any], state: List[torch.Tensor],
+            expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool]:
+        """Launches once on buffers of ``inputs`` then ``state``; returns (outputs, inputs_unchanged)."""
+        originals = [_host_array(v) for v in inputs] + [_host_array(t) for t in state]
+        in_buffers = [self._upload(a) for a in originals]
+        out_buffers = [self._upload(_poisoned_array(spec)) for spec in expected]
+        self._launch(cl, self._queue, self._program, in_buffers, out_buffers)
+        self._queue.finish()
+        outputs = [tensor_files.from_host_array(self._download(b), spec.dtype)
+                   for b, spec in zip(out_buffers, expected)]
+        unchanged = all(np.array_equal(o, self._download(b), equal_nan=o.dtype.kind == "f")
+                        for o, b in zip(originals, in_buffers))
+        return outputs, unchanged

@@ -1,0 +1,266 @@
+"""Runner protocol version 1 (runner/PROTOCOL.md): jobs parsed into typed values, results written once.
+
+Parsing happens here and nowhere else; the phases see only the dataclasses below. A malformed job
+raises ``JobError``, which the entry point reports as ``infra_error``.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from kforge_runner import process_guard
+
+PROTOCOL_VERSION = 1
+
+# Bound before candidate code runs, so that rebinding os.write/os.close cannot intercept the result.
+_os_write = os.write
+_os_close = os.close
+DISTRIBUTIONS = ("task", "normal", "uniform")
+CANDIDATE_KINDS = ("native", "opencl", "module")
+CANDIDATE_BACKENDS = ("cpp", "cuda", "hip", "sycl", "opencl", "triton", "cute", "kernelbench")
+
+
+class JobError(Exception):
+    """The job document is malformed or inconsistent; the message names the offending field."""
+
+
+class UnsupportedProtocol(JobError):
+    """The job carries a protocol version this runner does not implement."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """The task: its Python source file and the module-level globals to override after executing it."""
+
+    name: str
+    source_file: str
+    overrides: Dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceTrial:
+    """One reference trial: the secret seed and the input distribution requested for it."""
+
+    seed: int
+    distribution: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceJob:
+    task: TaskSpec
+    device: str
+    init_seed: int
+    trials: List[ReferenceTrial]
+    tolerance: Tolerance
+    inputs_dir: str
+    outputs_dir: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CandidateSpec:
+    """What to run: ``artifact`` is set for native candidates, ``source_file`` for opencl/module."""
+
+    kind: str
+    backend: str
+    artifact: Optional[str]
+    source_file: Optional[str]
+    opencl_platform: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputSpec:
+    """Shape and dtype of one reference output, as the candidate must reproduce them."""
+
+    dtype: str
+    shape: List[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class CandidateTrial:
+    index: int
+    outputs: List[OutputSpec]
+
+
+@dataclasses.dataclass(frozen=True)
+class CandidateJob:
+    task: TaskSpec
+    device: str
+    candidate: CandidateSpec
+    init_seed: int
+    inputs_dir: str
+    outputs_dir: str
+    trials: List[CandidateTrial]
+
+
+def _field(obj: Dict[str, Any], key: str, kind, where: str):
+    if not isinstance(obj, dict) or key not in obj:
+        raise JobError(f"{where}: missing field '{key}'")
+    value = obj[key]
+    # bool is an int subclass; a JSON true where a number is expected is still a mistake.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise JobError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+def _optional_str(obj: Dict[str, Any], key: str, where: str) -> Optional[str]:
+    if obj.get(key) is None:
+        return None
+    return _field(obj, key, str, where)
+
+
+def _abs_dir(obj: Dict[str, Any], key: str) -> str:
+    path = _field(obj, key, str, "job")
+    if not os.path.isabs(path):
+        raise JobError(f"job.{key}: must be an absolute path, got {path!r}")
+    return os.path.realpath(path)
+
+
+def _is_within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _parse_task(job: Dict[str, Any]) -> TaskSpec:
+    task = _field(job, "task", dict, "job")
+    overrides = task.get("overrides") or {}
+    if not isinstance(overrides, dict):
+        raise JobError("job.task.overrides: expected an object")
+    return TaskSpec(name=_field(task, "name", str, "job.task"),
+                    source_file=_field(task, "source_file", str, "job.task"),
+                    overrides=dict(overrides))
+
+
+def _parse_reference(job: Dict[str, Any]) -> ReferenceJob:
+    trials = []
+    for i, trial in enumerate(_field(job, "trials", list, "job")):
+        where = f"job.trials[{i}]"
+        distribution = _field(trial, "distribution", str, where)
+        if distribution not in DISTRIBUTIONS:
+            raise JobError(f"{where}.distribution: {distribution!r} is not one of {DISTRIBUTIONS}")
+        trials.append(ReferenceTrial(seed=_field(trial, "seed", int, where), distribution=distribution))
+    if not trials:
+        raise JobError("job.trials: at least one trial is required")
+    tolerance = _field(job, "tolerance", dict, "job")
+    inputs_dir, outputs_dir = _abs_dir(job, "inputs_dir"), _abs_dir(job, "outputs_dir")
+    if _is_within(outputs_dir, inputs_dir) or _is_within(inputs_dir, outputs_dir):
+        raise JobError("job.outputs_dir and job.inputs_dir must not contain one another: the "
+                       "candidate phase reads inputs_dir and must not see reference outputs")
+    return ReferenceJob(
+        task=_parse_task(job),
+        device=_field(job, "device", str, "job"),
+        init_seed=_field(job, "init_seed", int, "job"),
+        trials=trials,
+        tolerance=Tolerance(atol=float(_field(tolerance, "atol", (int, float), "job.tolerance")),
+                            rtol=float(_field(tolerance, "rtol", (int, float), "job.tolerance"))),
+        inputs_dir=inputs_dir,
+        outputs_dir=outputs_dir)
+
+
+def _parse_candidate_spec(job: Dict[str, Any]) -> CandidateSpec:
+    spec = _field(job, "candidate", dict, "job")
+    kind = _field(spec, "kind", str, "job.candidate")
+    if kind not in CANDIDATE_KINDS:
+        raise JobError(f"job.candidate.kind: {kind!r} is not one of {CANDIDATE_KINDS}")
+    backend = _field(spec, "backend", str, "job.candidate")
+    if backend not in CANDIDATE_BACKENDS:
+        raise JobError(f"job.candidate.backend: {backend!r} is not one of {CANDIDATE_BACKENDS}")
+    candidate = CandidateSpec(kind=kind, backend=backend,
+                              artifact=_optional_str(spec, "artifact", "job.candidate"),
+                              source_file=_optional_str(spec, "source_file", "job.candidate"),
+                              opencl_platform=_optional_str(spec, "opencl_platform", "job.candidate"))
+    if kind == "native" and candidate.artifact is None:
+        raise JobError("job.candidate.artifact: required for kind 'native'")
+    if kind in ("opencl", "module") and candidate.source_file is None:
+        raise JobError(f"job.candidate.source_file: required for kind '{kind}'")
+    if kind == "opencl" and candidate.opencl_platform is None:
+        raise JobError("job.candidate.opencl_platform: required for kind 'opencl'")
+    return candidate
+
+
+def _parse_candidate(job: Dict[str, Any]) -> CandidateJob:
+    trials = []
+    for i, trial in enumerate(_field(job, "trials", list, "job")):
+        where = f"job.trials[{i}]"
+        outputs = []
+        for j, out in enumerate(_field(trial, "outputs", list, where)):
+            shape = _field(out, "shape", list, f"{where}.outputs[{j}]")
+            if not all(isinstance(d, int) and d >= 0 for d in shape):
+                raise JobError(f"{where}.outputs[{j}].shape: expected non-negative integers")
+            outputs.append(OutputSpec(dtype=_field(out, "dtype", str, f"{where}.outputs[{j}]"),
+                                      shape=list(shape)))
+        trials.append(CandidateTrial(index=_field(trial, "index", int, where), outputs=outputs))
+    inputs_dir, outputs_dir = _abs_dir(job, "inputs_dir"), _abs_dir(job, "outputs_dir")
+    if _is_within(outputs_dir, inputs_dir):
+        raise JobError("job.outputs_dir must not lie inside job.inputs_dir")
+    return CandidateJob(task=_parse_task(job),
+                        device=_field(job, "device", str, "job"),
+                        candidate=_parse_candidate_spec(job),
+                        init_seed=_field(job, "init_seed", int, "job"),
+                        inputs_dir=inputs_dir,
+                        outputs_dir=outputs_dir,
+                        trials=trials)
+
+
+def parse_job(document: Any):
+    """Returns a ReferenceJob or CandidateJob; raises UnsupportedProtocol or JobError."""
+    if not isinstance(document, dict):
+        raise JobError("job: expected a JSON object")
+    version = document.get("protocol")
+    if version != PROTOCOL_VERSION:
+        raise UnsupportedProtocol(f"protocol version {version} not supported")
+    phase = _field(document, "phase", str, "job")
+    if phase == "reference":
+        return _parse_reference(document)
+    if phase == "candidate":
+        return _parse_candidate(document)
+    raise JobError(f"job.phase: {phase!r} is not 'reference' or 'candidate'")
+
+
+def read_job(path: str):
+    """Reads and parses the job file at ``path``; raises JobError if it is unreadable or malformed."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except (OSError, ValueError) as e:
+        raise JobError(f"cannot read job file {path}: {e}") from e
+    return parse_job(document)
+
+
+class ResultChannel:
+    """The result pipe: accepts exactly one document, and only from the original runner process.
+
+    ``write`` adds ``"protocol": 1``, serialises the document as strict JSON (no NaN/Infinity),
+    writes it to the fd and closes the fd. A document that cannot be serialised raises ValueError or
+    TypeError before anything is written; a second call raises RuntimeError; a call from a forked
+    child exits that child (status 70) without writing.
+    """
+
+    def __init__(self, fd: int):
+        self._fd = fd
+        self._written = False
+
+    @property
+    def written(self) -> bool:
+        return self._written
+
+    def write(self, result: Dict[str, Any]) -> None:
+        process_guard.exit_if_forked()
+        if self._written:
+            raise RuntimeError("the result has already been written")
+        document = {"protocol": PROTOCOL_VERSION}
+        document.update(result)
+        document["protocol"] = PROTOCOL_VERSION
+        data = json.dumps(document, allow_nan=False).encode("utf-8") + b"\n"
+        self._written = True
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[_os_write(self._fd, view):]
+        finally:
+            _os_close(self._fd)

@@ -1,0 +1,161 @@
+"""Phase ``reference``: runs the task's ``Model`` on fresh seeded inputs and stores everything.
+
+Writes ``inputs_dir/trial_K/`` (inputs + manifest), ``inputs_dir/state/`` and ``inputs_dir/init.json``
+for the candidate phase, and ``outputs_dir/trial_K/`` (outputs + manifest), which the candidate phase
+never sees. Inputs are written exactly as drawn: the model only ever receives clones of them.
+"""
+
+import json
+import math
+import os
+import time
+from typing import Any, Dict, List
+
+import torch
+
+from kforge_runner import environment, errors, task_loader, tensor_files
+from kforge_runner.degenerate import DegenerateCheck
+from kforge_runner.protocol import ReferenceJob, ReferenceTrial
+
+
+class BadReference(Exception):
+    """The reference itself misbehaved (bad output type, unsupported dtype); reported as reference_error."""
+
+
+def _redraw(inputs: List[Any], distribution: str, seed: int) -> List[Any]:
+    """Replaces every floating-point tensor with N(0, 1) or U(-1, 1) samples of its shape and dtype.
+
+    Samples come from a CPU generator seeded with the trial's seed (float32, or float64 for float64
+    tensors), so they do not depend on the device.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    redrawn = []
+    for value in inputs:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            draw_dtype = torch.float64 if value.dtype == torch.float64 else torch.float32
+            if distribution == "normal":
+                sample = torch.randn(value.shape, generator=generator, dtype=draw_dtype)
+            else:
+                sample = torch.rand(value.shape, generator=generator, dtype=draw_dtype) * 2 - 1
+            value = sample.to(value.dtype)
+        redrawn.append(value)
+    return redrawn
+
+
+def _has_float_tensor(inputs: List[Any]) -> bool:
+    return any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in inputs)
+
+
+def _as_output_list(value: Any) -> List[torch.Tensor]:
+    outputs = list(value) if isinstance(value, (tuple, list)) else [value]
+    for i, t in enumerate(outputs):
+        if not isinstance(t, torch.Tensor):
+            raise BadReference(f"reference output {i} is a {type(t).__name__}, not a tensor")
+    return outputs
+
+
+def _run_model(model: torch.nn.Module, inputs: List[Any], device: torch.device) -> List[torch.Tensor]:
+    """Runs the model under no_grad on device clones of ``inputs``; returns detached outputs."""
+    args = [v.to(device).clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+    with torch.no_grad():
+        outputs = _as_output_list(model(*args))
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return [t.detach().clone() for t in outputs]
+
+
+def _all_finite(outputs: List[torch.Tensor]) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in outputs if t.is_floating_point())
+
+
+def _draw_trial(task, model, trial: ReferenceTrial, device: torch.device):
+    """Returns (inputs, outputs, distribution actually used, notes) for one trial."""
+    torch.manual_seed(trial.seed)
+    task_inputs = task.get_inputs()
+    if trial.distribution != "task":
+        if not _has_float_tensor(task_inputs):
+            note = f"no floating-point inputs to redraw from {trial.distribution}; used task inputs"
+            return task_inputs, _run_model(model, task_inputs, device), "task", note
+        redrawn = _redraw(task_inputs, trial.distribution, trial.seed)
+        outputs = _run_model(model, redrawn, device)
+        if _all_finite(outputs):
+            return redrawn, outputs, trial.distribution, ""
+        note = (f"{trial.distribution} inputs gave a non-finite reference output; "
+                "fell back to task inputs")
+        return task_inputs, _run_model(model, task_inputs, device), "task", note
+    return task_inputs, _run_model(model, task_inputs, device), "task", ""
+
+
+def _write_all(directory: str, prefix: str, values: List[Any]) -> List[Dict[str, Any]]:
+    os.makedirs(directory, exist_ok=True)
+    entries = [tensor_files.write_tensor(directory, f"{prefix}_{i}", v) for i, v in enumerate(values)]
+    tensor_files.write_manifest(directory, entries)
+    return entries
+
+
+def _jsonable(value: Any) -> Any:
+    """Init inputs as JSON: tuples become lists; values JSON cannot carry raise BadReference."""
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise BadReference(f"init input {value!r} ({type(value).__name__}) cannot be stored as JSON")
+
+
+def _write_init(job: ReferenceJob, model: torch.nn.Module, init_inputs: List[Any]):
+    state_dir = os.path.join(job.inputs_dir, "state")
+    os.makedirs(state_dir, exist_ok=True)
+    state = []
+    for i, (key, tensor) in enumerate(model.state_dict().items()):
+        entry = tensor_files.write_tensor(state_dir, f"state_{i}", tensor)
+        entry["key"] = key
+        state.append(entry)
+    init = {"init_inputs": _jsonable(init_inputs), "state": state}
+    with open(os.path.join(job.inputs_dir, "init.json"), "w", encoding="utf-8") as f:
+        json.dump(init, f, indent=1)
+    return init
+
+
+def run(job: ReferenceJob) -> Dict[str, Any]:
+    """Runs the reference phase; failures of the task's code become ``reference_error`` results.
+
+    Errors writing files propagate (the entry point reports them as infra_error).
+    """
+    started = time.monotonic()
+    device = torch.device(job.device)
+    check = DegenerateCheck(job.tolerance)
+    result: Dict[str, Any] = {"phase": "reference", "status": errors.STATUS_OK, "diagnostics": "",
+                              "trials": [], "init_inputs": [], "state": [],
+                              "degenerate": check.flags(),
+                              "environment": environment.describe(device)}
+    stage = "loading the task and constructing Model"
+    try:
+        task = task_loader.load_task(job.task)
+        model, init_inputs = task_loader.construct(task.model_class, task, job.init_seed, device)
+        init = _write_init(job, model, init_inputs)
+        result["init_inputs"], result["state"] = init["init_inputs"], init["state"]
+        first = None
+        for k, trial in enumerate(job.trials):
+            stage = f"trial {k}"
+            inputs, outputs, distribution, notes = _draw_trial(task, model, trial, device)
+            name = f"trial_{k}"
+            result["trials"].append({
+                "index": k, "distribution": distribution,
+                "inputs": _write_all(os.path.join(job.inputs_dir, name), "input", inputs),
+                "outputs": _write_all(os.path.join(job.outputs_dir, name), "output", outputs),
+                "notes": notes})
+            check.add_trial(outputs)
+            if first is None:
+                first = (inputs, outputs)
+        stage = "determinism re-run of trial 0"
+        check.record_rerun(first[1], _run_model(model, first[0], device))
+        result["degenerate"] = check.flags()
+    except OSError:
+        raise
+    except Exception as e:  # Anything raised by the task's code is the reference's failure.
+        result["status"] = errors.STATUS_REFERENCE_ERROR
+        result["diagnostics"] = errors.format_diagnostics(e, [job.task.source_file], stage)
+    result["seconds"] = time.monotonic() - started
+    return result

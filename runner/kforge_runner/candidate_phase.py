@@ -54,9 +54,11 @@ def _load(job: CandidateJob, state: Dict[str, torch.Tensor], device: torch.devic
                                  spec.artifact, device, list(state.values()))
         return lambda inputs, expected: (*native.run(inputs, expected), []), {}
     if spec.kind == "opencl":
-        from kforge_runner.opencl import OpenCLCandidate
-        ocl = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate", OpenCLCandidate,
-                              spec.source_file, spec.opencl_platform)
+        from kforge_runner import opencl
+        opencl.use_scratch_dir(job.outputs_dir)
+        device = opencl.find_device(spec.opencl_platform)  # a missing platform is infra_error
+        ocl = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate",
+                              opencl.OpenCLCandidate, spec.source_file, device)
         state_list = list(state.values())
         return (lambda inputs, expected: (*ocl.run(inputs, state_list, expected), []),
                 {"opencl_device": ocl.device.name})

@@ -1,7 +1,7 @@
 """Maps exceptions to protocol statuses and renders them as short diagnostics for an LLM.
 
 Status rules (runner/PROTOCOL.md): out-of-memory errors -> ``out_of_memory``; permission,
-read-only-filesystem and network errors -> ``sandbox_violation``; EAGAIN from fork/thread creation
+read-only-filesystem and network errors (including a socket timing out) -> ``sandbox_violation``; EAGAIN from fork/thread creation
 and similar process limits -> ``resource_limit``; build/load failures of the candidate ->
 ``compile_error``; anything else -> ``runtime_error``. The exception, its ``__cause__`` and its
 ``__context__`` are all inspected, outermost first, so wrapping an error does not hide it.
@@ -54,7 +54,9 @@ def _chain(exc: BaseException) -> List[BaseException]:
             continue
         seen.add(id(e))
         order.append(e)
-        pending.extend([e.__cause__, e.__context__])
+        pending.append(e.__cause__)
+        if not e.__suppress_context__:
+            pending.append(e.__context__)
     return order
 
 
@@ -82,6 +84,8 @@ def _classify_one(exc: BaseException, stage: str) -> Optional[str]:
     if _opencl_code(exc) in _OPENCL_OOM_CODES:
         return STATUS_OUT_OF_MEMORY
     if isinstance(exc, (PermissionError, socket.gaierror)):
+        return STATUS_SANDBOX_VIOLATION
+    if isinstance(exc, socket.timeout) and str(exc) == "timed out":  # a connect into a dropping firewall
         return STATUS_SANDBOX_VIOLATION
     if isinstance(exc, OSError) and exc.errno is not None:
         if exc.errno in _SANDBOX_ERRNOS:
@@ -133,7 +137,8 @@ def format_diagnostics(exc: BaseException, own_files: Iterable[str] = (), contex
     """A trimmed report of ``exc``: at most ~60 lines and 4 KB.
 
     Order: ``context`` (e.g. "trial 2"), the exception type and message, the frames that lie in
-    ``own_files`` (the candidate's or task's source), the causes, then the tail of the full traceback.
+    ``own_files`` (the candidate's or task's source), the causes, then as many of the innermost
+    traceback frames as fit. A CompileError (a build log) gets no traceback.
     """
     own = {os.path.realpath(f) for f in own_files if f}
     sections = []
@@ -146,15 +151,15 @@ def format_diagnostics(exc: BaseException, own_files: Iterable[str] = (), contex
                         + "".join(traceback.format_list(mine)).rstrip())
     for cause in _chain(exc)[1:3]:
         sections.append("Caused by / during: " + _headline(cause))
-    full = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, CompileError):  # the build log is the whole story; runner frames are noise
+        return _trim_text("\n".join(sections), MAX_LINES, MAX_BYTES)
     head = "\n".join(sections)
-    used_lines = head.count("\n") + 2
-    remaining_lines = max(MAX_LINES - used_lines - 1, 0)
-    remaining_bytes = max(MAX_BYTES - len(head.encode("utf-8")) - 40, 0)
-    tail_lines = full.rstrip().splitlines()[-remaining_lines:] if remaining_lines else []
-    tail = "\n".join(tail_lines)
-    while tail_lines and len(tail.encode("utf-8")) > remaining_bytes:
+    remaining_lines = max(MAX_LINES - head.count("\n") - 3, 0)
+    remaining_bytes = max(MAX_BYTES - len(head.encode("utf-8")) - 80, 0)
+    tail_lines = "".join(traceback.format_tb(exc.__traceback__)).rstrip().splitlines()
+    tail_lines = tail_lines[-remaining_lines:] if remaining_lines else []
+    while tail_lines and len("\n".join(tail_lines).encode("utf-8")) > remaining_bytes:
         tail_lines = tail_lines[1:]
-        tail = "\n".join(tail_lines)
-    text = head + ("\nTraceback (tail):\n" + tail if tail else "")
-    return _trim_text(text, MAX_LINES, MAX_BYTES)
+    if tail_lines:
+        head += "\nTraceback (most recent call last, innermost frames):\n" + "\n".join(tail_lines)
+    return _trim_text(head, MAX_LINES, MAX_BYTES)

@@ -27,6 +27,15 @@ os.environ.setdefault("PYOPENCL_NO_CACHE", "1")
 import pyopencl as cl  # noqa: E402
 
 
+def use_scratch_dir(scratch_dir: str) -> None:
+    """Points PoCL's compiler cache into the phase's scratch directory unless POCL_CACHE_DIR is set.
+
+    PoCL otherwise writes under $HOME, which a sandbox may keep read-only. Takes effect if called
+    before the first platform query.
+    """
+    os.environ.setdefault("POCL_CACHE_DIR", os.path.join(scratch_dir, "pocl-cache"))
+
+
 class Buffer:
     """A device buffer holding one tensor's C-contiguous elements.
 
@@ -46,7 +55,11 @@ class Buffer:
         return self.numel * self.dtype.itemsize
 
 
-def _find_device(platform_substring: str) -> "cl.Device":
+def find_device(platform_substring: str) -> "cl.Device":
+    """The first device of the first platform whose name contains the substring (case-insensitive).
+
+    Raises RuntimeError naming the available platforms when none matches.
+    """
     platforms = cl.get_platforms()
     for platform in platforms:
         if platform_substring.lower() in platform.name.lower():
@@ -88,8 +101,8 @@ def _poisoned_array(spec: OutputSpec) -> np.ndarray:
 class OpenCLCandidate:
     """A loaded and built OpenCL candidate. Loading raises CompileError when the build fails."""
 
-    def __init__(self, source_file: str, platform_substring: str):
-        self.device = _find_device(platform_substring)
+    def __init__(self, source_file: str, device: "cl.Device"):
+        self.device = device
         self._context = cl.Context([self.device])
         self._queue = cl.CommandQueue(self._context)
         module = source_loader.load_module(source_file, CANDIDATE_MODULE_NAME)

@@ -63,11 +63,13 @@ class BubblewrapSandbox : public Sandbox {
                                      "/dev/shm",    "--unshare-pid", "--unshare-ipc",
                                      "--unshare-uts", "--die-with-parent"};
     if (!policy.allow_network) argv.push_back("--unshare-net");
-    for (const auto& p : policy.hidden_paths) {
-      argv.insert(argv.end(), {"--tmpfs", p.string()});
-    }
+    // Order matters: later mounts cover earlier ones. Visible folders first (they may sit under
+    // the private /tmp), then the hidden ones inside them, then the writable scratch folder.
     for (const auto& p : policy.visible_paths) {
       argv.insert(argv.end(), {"--ro-bind", p.string(), p.string()});
+    }
+    for (const auto& p : policy.hidden_paths) {
+      argv.insert(argv.end(), {"--tmpfs", p.string()});
     }
     if (!policy.scratch_dir.empty()) {
       argv.insert(argv.end(), {"--bind", policy.scratch_dir.string(), policy.scratch_dir.string()});

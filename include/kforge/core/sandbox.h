@@ -23,8 +23,10 @@ namespace kforge {
 
 struct SandboxPolicy {
   std::filesystem::path scratch_dir;                 // the only writable directory
-  std::vector<std::filesystem::path> hidden_paths;   // replaced by empty directories
-  std::vector<std::filesystem::path> visible_paths;  // shown read-only even inside hidden ones
+  // Shown read-only; needed for folders under /tmp, which is private inside the sandbox.
+  std::vector<std::filesystem::path> visible_paths;
+  // Replaced by empty directories; applied after visible_paths, so they may lie inside them.
+  std::vector<std::filesystem::path> hidden_paths;
   bool allow_network = false;
   bool drop_privileges = true;  // run as nobody when started as root
 };

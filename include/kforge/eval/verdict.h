@@ -1,0 +1,82 @@
+// The verdict of one evaluation: a status that is stored and shown, and the evidence behind it.
+#ifndef KFORGE_EVAL_VERDICT_H_
+#define KFORGE_EVAL_VERDICT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/core/error.h"
+#include "kforge/task/task.h"
+
+namespace kforge {
+
+// Stored by name in the run store; a name never changes meaning.
+enum class EvalStatus {
+  kCorrect,           // matched the reference on every trial
+  kMismatch,          // ran, but an output (or an input it modified) disagrees with the reference
+  kCompileError,      // the compiler (or OpenCL build, or Triton jit) rejected it
+  kRuntimeError,      // raised or returned an error while running
+  kCrashed,           // killed by a signal (segfault, abort, illegal instruction)
+  kTimeout,           // did not finish within the wall-clock limit
+  kOutOfMemory,       // exceeded its memory limit
+  kSandboxViolation,  // tried the network or wrote outside its scratch directory
+  kResourceLimit,     // hit the process or thread limit (fork bombs)
+  kGuardrail,         // rejected by static checks before compiling
+  kReferenceError,    // the task's own reference failed: not the candidate's fault
+  kInfraError,        // KForge or the runner failed: not the candidate's fault
+};
+std::string_view EvalStatusName(EvalStatus status);
+Result<EvalStatus> ParseEvalStatus(std::string_view name);
+
+struct TrialVerdict {
+  int index = 0;
+  std::string distribution;   // task, normal, uniform
+  bool ok = false;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  double fraction_bad = 0;
+  bool inputs_unchanged = true;
+  std::string problem;        // why not ok, one line
+};
+
+// EVAL-PROTOCOL correctness rule 4: a task whose reference cannot tell right from wrong.
+struct DegenerateFlags {
+  bool all_zero = false;
+  bool constant = false;
+  bool constant_passes = false;
+  bool nondeterministic = false;
+  bool any() const { return all_zero || constant || constant_passes || nondeterministic; }
+  std::string Describe() const;  // "all-zero output, nondeterministic reference" or ""
+};
+
+struct Verdict {
+  EvalStatus status = EvalStatus::kInfraError;
+  std::string message;        // what happened, for a person and for the next LLM prompt
+  std::string diagnostics;    // trimmed compiler / runtime output
+  std::string task_name;
+  std::string task_origin;
+  std::string target;
+  std::string candidate;      // path as given
+  std::string candidate_kind; // native, opencl, module
+  std::string mode;           // "kforge" or "kernelbench-compat"
+  PrecisionPolicy policy = PrecisionPolicy::kStrict;
+  Tolerance tolerance;
+  std::vector<TrialVerdict> trials;
+  DegenerateFlags degenerate;
+  bool compile_cache_hit = false;
+  double compile_seconds = 0;
+  double reference_seconds = 0;
+  double candidate_seconds = 0;
+  double total_seconds = 0;
+  std::string isolation;           // what the sandbox provided (Isolation::Describe)
+  std::string observed_isolation;  // what the runner saw from inside, as JSON text
+  std::string environment;         // runner environment as JSON text
+
+  std::string ToJson() const;      // one JSON object, documented in docs/verdict.md
+  std::string ToText() const;      // a few readable lines for the terminal
+};
+
+}  // namespace kforge
+
+#endif  // KFORGE_EVAL_VERDICT_H_

@@ -1,0 +1,226 @@
+#include "eval_command.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include "kforge/eval/compile_service.h"
+#include "kforge/eval/evaluator.h"
+#include "kforge/store/run_store.h"
+#include "kforge/target/backend.h"
+#include "kforge/core/files.h"
+#include "kforge/task/task.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct EvalArgs {
+  std::string task;
+  std::string candidate;
+  std::string target;
+  bool json = false;
+  int trials = 5;
+  std::string policy;
+  std::uint64_t seed = 0;
+  bool keep_work = false;
+  std::string runs_dir = "kforge-runs";
+  bool no_store = false;
+  int timeout_s = 0;
+  double memory_limit_gib = 8;
+  std::vector<std::string> overrides;  // NAME=JSON
+};
+
+// Exit codes, stated in --help.
+constexpr int kExitCorrect = 0;
+constexpr int kExitFailed = 1;       // a verdict other than correct
+constexpr int kExitUsage = 2;        // bad input: named in the message
+constexpr int kExitInfra = 3;        // KForge or the task failed, not the candidate
+
+std::string NewRunId() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::random_device rd;
+  return fmt::format("eval-{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
+}
+
+// Stores the run, task, candidate and verdict; returns the run folder.
+Result<fs::path> StoreVerdict(const EvalArgs& args, const Task& task, const std::string& source,
+                              const Verdict& verdict, const std::string& command_line) {
+  const std::string run_id = NewRunId();
+  const fs::path run_dir = fs::path(args.runs_dir) / run_id;
+  auto store = store::RunStore::Open(run_dir);
+  if (!store) return std::unexpected(store.error());
+  store::RunRecord run;
+  run.id = run_id;
+  run.kind = store::RunKind::kEval;
+  run.command_line = command_line;
+  run.config_json = nlohmann::json{{"target", args.target}, {"trials", args.trials}}.dump();
+  auto added_run = (*store)->AddRun(run);
+  if (!added_run) return std::unexpected(added_run.error());
+  auto task_hash = (*store)->PutArtifact(task.source);
+  if (!task_hash) return std::unexpected(task_hash.error());
+  store::TaskRecord task_record;
+  task_record.run_id = run_id;
+  task_record.name = task.name;
+  task_record.source_hash = *task_hash;
+  task_record.metadata_json =
+      nlohmann::json{{"origin", task.origin}, {"policy", PrecisionPolicyName(task.policy)}}.dump();
+  auto added_task = (*store)->AddTask(task_record);
+  if (!added_task) return std::unexpected(added_task.error());
+  auto cand_hash = (*store)->PutArtifact(source);
+  if (!cand_hash) return std::unexpected(cand_hash.error());
+  store::CandidateRecord cand;
+  cand.run_id = run_id;
+  cand.task_id = added_task->id;
+  cand.pass_kind = store::PassKind::kGiven;
+  cand.target = verdict.target;
+  cand.source_hash = *cand_hash;
+  auto added_cand = (*store)->AddCandidate(cand);
+  if (!added_cand) return std::unexpected(added_cand.error());
+  store::EvaluationRecord eval;
+  eval.run_id = run_id;
+  eval.candidate_id = added_cand->id;
+  eval.target = verdict.target;
+  eval.device = NewBackend(*Target::Parse(verdict.target))->RunnerDevice();
+  auto status = store::ParseEvaluationStatus(EvalStatusName(verdict.status));
+  if (!status) return std::unexpected(status.error());
+  eval.status = *status;
+  eval.verdict_json = verdict.ToJson();
+  eval.wall_s = verdict.total_seconds;
+  auto added_eval = (*store)->AddEvaluation(eval);
+  if (!added_eval) return std::unexpected(added_eval.error());
+  KFORGE_RETURN_IF_ERROR((*store)->FinishRun(run_id, store::RunStatus::kFinished));
+  return run_dir;
+}
+
+int RunEval(const EvalArgs& args, const std::string& command_line) {
+  auto fail = [](const Error& e, int code) {
+    fmt::print(stderr, "kforge eval: {}\n", e.message);
+    return code;
+  };
+  auto target = Target::Parse(args.target);
+  if (!target) return fail(target.error(), kExitUsage);
+  auto task = LoadTask(args.task);
+  if (!task) return fail(task.error(), kExitUsage);
+  for (const auto& o : args.overrides) {
+    auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return fail(Error{ErrorCode::kInvalidArgument,
+                        fmt::format("--set '{}': write NAME=VALUE, e.g. --set batch_size=16", o)},
+                  kExitUsage);
+    }
+    std::string value = o.substr(eq + 1);
+    if (nlohmann::json::parse(value, nullptr, false).is_discarded()) {
+      value = nlohmann::json(value).dump();  // a bare word is a string
+    }
+    task->overrides.push_back({o.substr(0, eq), value});
+  }
+  auto backend = NewBackend(*target);
+  if (!fs::exists(args.candidate)) {
+    return fail(Error{ErrorCode::kNotFound,
+                      fmt::format("candidate {} does not exist", args.candidate)},
+                kExitUsage);
+  }
+  if (auto kind = backend->KindOf(args.candidate); !kind) return fail(kind.error(), kExitUsage);
+  EvalOptions options;
+  options.trials = args.trials;
+  options.keep_work_dir = args.keep_work;
+  options.memory_limit_bytes = static_cast<std::uint64_t>(args.memory_limit_gib * (1ull << 30));
+  if (args.seed != 0) options.seed = args.seed;
+  if (args.timeout_s > 0) {
+    options.candidate_timeout = options.module_timeout = std::chrono::seconds(args.timeout_s);
+  }
+  if (!args.policy.empty()) {
+    auto policy = ParsePrecisionPolicy(args.policy);
+    if (!policy) return fail(policy.error(), kExitUsage);
+    options.policy = *policy;
+  }
+  CompileService compiler;
+  Evaluator evaluator(compiler, options);
+  Verdict verdict = evaluator.Evaluate(*task, *backend, args.candidate);
+
+  std::string stored;
+  if (!args.no_store) {
+    auto source = ReadFile(args.candidate);
+    auto run_dir = StoreVerdict(args, *task, source ? *source : std::string(), verdict,
+                                command_line);
+    if (!run_dir) {
+      fmt::print(stderr, "kforge eval: the verdict could not be stored: {}\n",
+                 run_dir.error().message);
+    } else {
+      stored = run_dir->string();
+    }
+  }
+  if (args.json) {
+    fmt::print("{}\n", verdict.ToJson());
+  } else {
+    fmt::print("{}", verdict.ToText());
+    if (!stored.empty()) fmt::print("  stored    {}\n", stored);
+  }
+  if (verdict.status == EvalStatus::kCorrect) return kExitCorrect;
+  if (verdict.status == EvalStatus::kInfraError || verdict.status == EvalStatus::kReferenceError) {
+    return kExitInfra;
+  }
+  return kExitFailed;
+}
+
+}  // namespace
+
+void AddEvalCommand(CLI::App& app) {
+  auto args = std::make_shared<EvalArgs>();
+  auto* cmd = app.add_subcommand(
+      "eval",
+      "Evaluate one candidate kernel against a task's PyTorch reference: compile, run in a "
+      "sandboxed runner on fresh secret inputs, compare, print and store the verdict.\n"
+      "Exit code: 0 correct, 1 any other verdict, 2 bad input, 3 the task or KForge failed.");
+  cmd->add_option("task", args->task,
+                  "The task: PROBLEM.py, DATASET.jsonl#N (problem_id N) or kernelbench:levelL#N")
+      ->required();
+  cmd->add_option("candidate", args->candidate,
+                  "The candidate file: .cu (cuda), .cpp (cpp), .hip (hip), .py (opencl: SOURCE + "
+                  "launch; triton/cute/metal: ModelNew; with a native target: a KernelBench "
+                  "ModelNew submission, evaluated in compatibility mode)")
+      ->required();
+  cmd->add_option("-t,--target", args->target,
+                  "Target vendor[-device]/model, e.g. cpu/cpp, cpu/opencl, nvidia/cuda "
+                  "(`kforge targets` lists them)")
+      ->required();
+  cmd->add_flag("--json", args->json, "Print the verdict as JSON (docs/verdict.md)");
+  cmd->add_option("--trials", args->trials, "Correctness trials on fresh inputs (>= 2)")
+      ->default_val(5)
+      ->check(CLI::Range(2, 100));
+  cmd->add_option("--policy", args->policy,
+                  "Precision policy: strict (1e-4), tf32 (1e-3), mixed (1e-2); default: the "
+                  "task's, strict for fp32");
+  cmd->add_option("--set", args->overrides,
+                  "Override a module-level global of the task, NAME=VALUE (JSON), e.g. "
+                  "--set batch_size=16 (repeatable)");
+  cmd->add_option("--seed", args->seed,
+                  "Fix the secret seeds (to reproduce a verdict); default: fresh per evaluation");
+  cmd->add_option("--timeout", args->timeout_s,
+                  "Wall-clock limit of the candidate's process in seconds (default 120; 600 for "
+                  "Python modules)");
+  cmd->add_option("--memory-limit", args->memory_limit_gib,
+                  "Address-space limit of CPU-target runner processes, GiB")
+      ->default_val(8);
+  cmd->add_flag("--keep-work", args->keep_work, "Keep the evaluation's work folder for debugging");
+  cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")->default_val("kforge-runs");
+  cmd->add_flag("--no-store", args->no_store, "Do not store the verdict");
+  cmd->callback([args, &app] {
+    std::string command_line = "kforge eval " + args->task + " " + args->candidate + " --target " +
+                               args->target;
+    int code = RunEval(*args, command_line);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace kforge

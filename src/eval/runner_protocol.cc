@@ -1,0 +1,161 @@
+#include "runner_protocol.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json TaskJson(const fs::path& task_file, const Task& task) {
+  json overrides = json::object();
+  for (const auto& o : task.overrides) overrides[o.name] = json::parse(o.value_json);
+  return {{"name", task.name}, {"source_file", task_file.string()}, {"overrides", overrides}};
+}
+
+// A manifest entry's file is absolute, or relative to the trial folder `dir/trial_K`, or to `dir`.
+fs::path ResolveFile(const std::string& file, const fs::path& dir, int trial) {
+  fs::path p(file);
+  if (p.is_absolute()) return p;
+  fs::path in_trial = dir / fmt::format("trial_{}", trial) / p;
+  if (fs::exists(in_trial)) return in_trial;
+  return dir / p;
+}
+
+Result<std::vector<TensorFile>> ParseEntries(const json& array, const fs::path& dir, int trial) {
+  std::vector<TensorFile> out;
+  if (!array.is_array()) return ParseError("tensor list is not an array");
+  for (const auto& e : array) {
+    if (!e.is_object() || !e.contains("file") || !e.contains("dtype") || !e.contains("shape")) {
+      return ParseError("tensor entry lacks file, dtype or shape");
+    }
+    TensorFile t;
+    t.name = e.value("name", "");
+    t.file = ResolveFile(e["file"].get<std::string>(), dir, trial);
+    t.dtype = e["dtype"].get<std::string>();
+    t.shape = e["shape"].get<std::vector<std::int64_t>>();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<json> ParseDocument(std::string_view text, std::string_view phase) {
+  // The runner writes exactly one document; take the first line that parses.
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return ParseError(fmt::format("the {} runner's result is not a JSON object", phase));
+  }
+  if (doc.value("protocol", 0) != kRunnerProtocolVersion) {
+    return ParseError(fmt::format("the {} runner speaks protocol {}, kforge speaks {}", phase,
+                                  doc.value("protocol", 0), kRunnerProtocolVersion));
+  }
+  return doc;
+}
+
+}  // namespace
+
+std::string ReferenceJobJson(const ReferenceJob& job) {
+  json trials = json::array();
+  for (const auto& t : job.trials) trials.push_back({{"seed", t.seed}, {"distribution", t.distribution}});
+  json j = {{"protocol", kRunnerProtocolVersion},
+            {"phase", "reference"},
+            {"task", TaskJson(job.task_file, *job.task)},
+            {"device", job.device},
+            {"init_seed", job.init_seed},
+            {"trials", trials},
+            {"tolerance", {{"atol", job.tolerance.atol}, {"rtol", job.tolerance.rtol}}},
+            {"inputs_dir", job.inputs_dir.string()},
+            {"outputs_dir", job.outputs_dir.string()}};
+  return j.dump(2);
+}
+
+std::string CandidateJobJson(const CandidateJob& job) {
+  json trials = json::array();
+  for (std::size_t k = 0; k < job.expected_outputs.size(); ++k) {
+    json outputs = json::array();
+    for (const auto& t : job.expected_outputs[k]) {
+      outputs.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+    }
+    trials.push_back({{"index", k}, {"outputs", outputs}});
+  }
+  json candidate = {{"kind", job.kind}, {"backend", job.backend}};
+  if (!job.artifact.empty()) candidate["artifact"] = job.artifact.string();
+  if (!job.source_file.empty()) candidate["source_file"] = job.source_file.string();
+  if (!job.opencl_platform.empty()) candidate["opencl_platform"] = job.opencl_platform;
+  json j = {{"protocol", kRunnerProtocolVersion},
+            {"phase", "candidate"},
+            {"task", TaskJson(job.task_file, *job.task)},
+            {"device", job.device},
+            {"candidate", candidate},
+            {"init_seed", job.init_seed},
+            {"inputs_dir", job.inputs_dir.string()},
+            {"outputs_dir", job.outputs_dir.string()},
+            {"trials", trials}};
+  return j.dump(2);
+}
+
+Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::path& inputs_dir,
+                                             const fs::path& outputs_dir) {
+  auto doc = ParseDocument(text, "reference");
+  if (!doc) return std::unexpected(doc.error());
+  try {
+    ReferenceResult r;
+    r.status = doc->value("status", "infra_error");
+    r.diagnostics = doc->value("diagnostics", "");
+    if (doc->contains("environment")) r.environment_json = (*doc)["environment"].dump();
+    if (doc->contains("degenerate") && (*doc)["degenerate"].is_object()) {
+      const json& d = (*doc)["degenerate"];
+      r.degenerate.all_zero = d.value("all_zero", false);
+      r.degenerate.constant = d.value("constant", false);
+      r.degenerate.constant_passes = d.value("constant_passes", false);
+      r.degenerate.nondeterministic = d.value("nondeterministic", false);
+    }
+    for (const auto& t : doc->value("trials", json::array())) {
+      ReferenceTrial trial;
+      trial.index = t.value("index", 0);
+      trial.distribution = t.value("distribution", "task");
+      trial.notes = t.value("notes", "");
+      auto inputs = ParseEntries(t.value("inputs", json::array()), inputs_dir, trial.index);
+      auto outputs = ParseEntries(t.value("outputs", json::array()), outputs_dir, trial.index);
+      if (!inputs) return std::unexpected(inputs.error());
+      if (!outputs) return std::unexpected(outputs.error());
+      trial.inputs = std::move(*inputs);
+      trial.outputs = std::move(*outputs);
+      r.trials.push_back(std::move(trial));
+    }
+    return r;
+  } catch (const json::exception& e) {
+    return ParseError(fmt::format("malformed reference result: {}", e.what()));
+  }
+}
+
+Result<CandidateResult> ParseCandidateResult(std::string_view text, const fs::path& outputs_dir) {
+  auto doc = ParseDocument(text, "candidate");
+  if (!doc) return std::unexpected(doc.error());
+  try {
+    CandidateResult r;
+    r.status = doc->value("status", "infra_error");
+    r.diagnostics = doc->value("diagnostics", "");
+    if (doc->contains("environment")) r.environment_json = (*doc)["environment"].dump();
+    if (doc->contains("observed_isolation")) {
+      r.observed_isolation_json = (*doc)["observed_isolation"].dump();
+    }
+    for (const auto& t : doc->value("trials", json::array())) {
+      CandidateTrial trial;
+      trial.index = t.value("index", 0);
+      trial.inputs_unchanged = t.value("inputs_unchanged", true);
+      trial.problems = t.value("problems", std::vector<std::string>{});
+      auto outputs = ParseEntries(t.value("outputs", json::array()), outputs_dir, trial.index);
+      if (!outputs) return std::unexpected(outputs.error());
+      trial.outputs = std::move(*outputs);
+      r.trials.push_back(std::move(trial));
+    }
+    return r;
+  } catch (const json::exception& e) {
+    return ParseError(fmt::format("malformed candidate result: {}", e.what()));
+  }
+}
+
+}  // namespace kforge

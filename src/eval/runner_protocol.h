@@ -1,0 +1,94 @@
+// The runner protocol (runner/PROTOCOL.md) on the orchestrator's side: jobs are built and results
+// parsed into typed structs here, and nowhere else. Internal to src/eval.
+#ifndef KFORGE_SRC_EVAL_RUNNER_PROTOCOL_H_
+#define KFORGE_SRC_EVAL_RUNNER_PROTOCOL_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kforge/core/error.h"
+#include "kforge/eval/tensor_compare.h"
+#include "kforge/eval/verdict.h"
+#include "kforge/task/task.h"
+
+namespace kforge {
+
+inline constexpr int kRunnerProtocolVersion = 1;
+
+struct TrialSeed {
+  std::uint64_t seed = 0;
+  std::string distribution;  // task, normal, uniform
+};
+
+struct ReferenceJob {
+  std::filesystem::path task_file;
+  const Task* task = nullptr;
+  std::string device;
+  std::uint64_t init_seed = 0;
+  std::vector<TrialSeed> trials;
+  Tolerance tolerance;
+  std::filesystem::path inputs_dir;
+  std::filesystem::path outputs_dir;
+};
+
+struct CandidateJob {
+  std::filesystem::path task_file;
+  const Task* task = nullptr;
+  std::string device;
+  std::string kind;      // native, opencl, module
+  std::string backend;   // runner backend name
+  std::filesystem::path artifact;     // native
+  std::filesystem::path source_file;  // opencl, module
+  std::string opencl_platform;
+  std::uint64_t init_seed = 0;
+  std::filesystem::path inputs_dir;
+  std::filesystem::path outputs_dir;
+  std::vector<std::vector<TensorFile>> expected_outputs;  // per trial: shapes and dtypes
+};
+
+struct ReferenceTrial {
+  int index = 0;
+  std::string distribution;
+  std::vector<TensorFile> inputs;
+  std::vector<TensorFile> outputs;
+  std::string notes;
+};
+
+struct ReferenceResult {
+  std::string status;  // ok, reference_error, infra_error
+  std::string diagnostics;
+  std::vector<ReferenceTrial> trials;
+  DegenerateFlags degenerate;
+  std::string environment_json;
+};
+
+struct CandidateTrial {
+  int index = 0;
+  std::vector<TensorFile> outputs;
+  bool inputs_unchanged = true;
+  std::vector<std::string> problems;
+};
+
+struct CandidateResult {
+  std::string status;  // ok, compile_error, runtime_error, sandbox_violation, ...
+  std::string diagnostics;
+  std::vector<CandidateTrial> trials;
+  std::string observed_isolation_json;
+  std::string environment_json;
+};
+
+std::string ReferenceJobJson(const ReferenceJob& job);
+std::string CandidateJobJson(const CandidateJob& job);
+
+// Parse a result document; file names in manifest entries are resolved against `dir`.
+Result<ReferenceResult> ParseReferenceResult(std::string_view text,
+                                             const std::filesystem::path& inputs_dir,
+                                             const std::filesystem::path& outputs_dir);
+Result<CandidateResult> ParseCandidateResult(std::string_view text,
+                                             const std::filesystem::path& outputs_dir);
+
+}  // namespace kforge
+
+#endif  // KFORGE_SRC_EVAL_RUNNER_PROTOCOL_H_

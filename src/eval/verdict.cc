@@ -1,0 +1,130 @@
+#include "kforge/eval/verdict.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <utility>
+
+namespace kforge {
+namespace {
+
+constexpr std::array<std::pair<EvalStatus, std::string_view>, 12> kStatusNames = {{
+    {EvalStatus::kCorrect, "correct"},
+    {EvalStatus::kMismatch, "mismatch"},
+    {EvalStatus::kCompileError, "compile_error"},
+    {EvalStatus::kRuntimeError, "runtime_error"},
+    {EvalStatus::kCrashed, "crashed"},
+    {EvalStatus::kTimeout, "timeout"},
+    {EvalStatus::kOutOfMemory, "out_of_memory"},
+    {EvalStatus::kSandboxViolation, "sandbox_violation"},
+    {EvalStatus::kResourceLimit, "resource_limit"},
+    {EvalStatus::kGuardrail, "guardrail"},
+    {EvalStatus::kReferenceError, "reference_error"},
+    {EvalStatus::kInfraError, "infra_error"},
+}};
+
+nlohmann::json ParseOrNull(const std::string& text) {
+  if (text.empty()) return nullptr;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(text) : j;
+}
+
+}  // namespace
+
+std::string_view EvalStatusName(EvalStatus status) {
+  for (const auto& [s, name] : kStatusNames) {
+    if (s == status) return name;
+  }
+  return "?";
+}
+
+Result<EvalStatus> ParseEvalStatus(std::string_view name) {
+  for (const auto& [s, n] : kStatusNames) {
+    if (n == name) return s;
+  }
+  return InvalidArgument(fmt::format("unknown evaluation status '{}'", name));
+}
+
+std::string DegenerateFlags::Describe() const {
+  std::vector<std::string_view> parts;
+  if (all_zero) parts.emplace_back("the reference output is all zeros");
+  if (constant && !all_zero) parts.emplace_back("the reference output is constant");
+  if (constant_passes && !constant) parts.emplace_back("a constant tensor passes the tolerance");
+  if (nondeterministic) parts.emplace_back("the reference does not match itself (nondeterministic)");
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::string Verdict::ToJson() const {
+  nlohmann::json j;
+  j["verdict_version"] = 1;
+  j["status"] = EvalStatusName(status);
+  j["message"] = message;
+  j["diagnostics"] = diagnostics;
+  j["task"] = {{"name", task_name}, {"origin", task_origin}};
+  j["target"] = target;
+  j["candidate"] = {{"path", candidate}, {"kind", candidate_kind}, {"mode", mode}};
+  j["precision"] = {{"policy", PrecisionPolicyName(policy)},
+                    {"atol", tolerance.atol},
+                    {"rtol", tolerance.rtol}};
+  j["trials"] = nlohmann::json::array();
+  for (const auto& t : trials) {
+    j["trials"].push_back({{"index", t.index},
+                           {"distribution", t.distribution},
+                           {"ok", t.ok},
+                           {"max_abs_error", t.max_abs_error},
+                           {"max_rel_error", t.max_rel_error},
+                           {"fraction_bad", t.fraction_bad},
+                           {"inputs_unchanged", t.inputs_unchanged},
+                           {"problem", t.problem}});
+  }
+  j["degenerate"] = {{"flagged", degenerate.any()},
+                     {"all_zero", degenerate.all_zero},
+                     {"constant", degenerate.constant},
+                     {"constant_passes", degenerate.constant_passes},
+                     {"nondeterministic", degenerate.nondeterministic}};
+  j["seconds"] = {{"compile", compile_seconds},
+                  {"reference", reference_seconds},
+                  {"candidate", candidate_seconds},
+                  {"total", total_seconds}};
+  j["compile_cache_hit"] = compile_cache_hit;
+  j["isolation"] = {{"sandbox", isolation}, {"observed", ParseOrNull(observed_isolation)}};
+  j["environment"] = ParseOrNull(environment);
+  return j.dump(2);
+}
+
+std::string Verdict::ToText() const {
+  std::string out = fmt::format("{}  {}\n", EvalStatusName(status), message);
+  out += fmt::format("  task      {} ({})\n", task_name, task_origin);
+  out += fmt::format("  target    {}  candidate {} [{}{}]\n", target, candidate, candidate_kind,
+                     mode == "kernelbench-compat" ? ", KernelBench compatibility mode" : "");
+  out += fmt::format("  precision {} (atol {:g}, rtol {:g})\n", PrecisionPolicyName(policy),
+                     tolerance.atol, tolerance.rtol);
+  for (const auto& t : trials) {
+    out += fmt::format("  trial {}   {:<7} {}  max abs err {:.2e}  max rel err {:.2e}{}\n",
+                       t.index, t.distribution, t.ok ? "ok  " : "FAIL", t.max_abs_error,
+                       t.max_rel_error, t.problem.empty() ? "" : "  " + t.problem);
+  }
+  if (degenerate.any()) {
+    out += fmt::format("  DEGENERATE TASK: {} — a pass here proves little; reported apart\n",
+                       degenerate.Describe());
+  }
+  if (!diagnostics.empty()) {
+    out += "  diagnostics:\n";
+    std::size_t start = 0;
+    while (start < diagnostics.size()) {
+      std::size_t end = diagnostics.find('\n', start);
+      if (end == std::string::npos) end = diagnostics.size();
+      out += "    " + diagnostics.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+  }
+  out += fmt::format("  time      compile {:.2f} s{}, reference {:.2f} s, candidate {:.2f} s, total {:.2f} s\n",
+                     compile_seconds, compile_cache_hit ? " (cached)" : "", reference_seconds,
+                     candidate_seconds, total_seconds);
+  out += fmt::format("  isolation {}\n", isolation);
+  return out;
+}
+
+}  // namespace kforge

@@ -1,0 +1,68 @@
+// cpu/cpp: host C++ (OpenMP allowed) compiled by g++ into a shared object exporting kforge_forward.
+#include <fmt/format.h>
+
+#include "kforge/core/subprocess.h"
+#include "kforge/target/backend.h"
+#include "kforge/target/probe.h"
+
+namespace kforge {
+namespace {
+
+std::string Compiler() {
+  if (const char* cxx = std::getenv("CXX"); cxx != nullptr && *cxx != '\0') return FindProgram(cxx);
+  return FindProgram("g++");
+}
+
+class CppBackend : public Backend {
+ public:
+  explicit CppBackend(Target target) : target_(std::move(target)) {}
+
+  const Target& target() const override { return target_; }
+  std::vector<std::string> CandidateExtensions() const override { return {".cpp", ".cc"}; }
+  std::string RunnerDevice() const override { return "cpu"; }
+
+  Availability Probe() const override {
+    Availability a;
+    std::string cxx = Compiler();
+    if (cxx.empty()) {
+      a.missing.push_back("g++ not found: apt-get install g++ (or set CXX)");
+    } else {
+      a.toolchain = true;
+      a.toolchain_version = ProgramVersion(cxx, {"--version"});
+    }
+    if (RunnerPython().empty()) {
+      a.missing.push_back(
+          "no Python with torch for the runner: apt-get install python3-torch (or set "
+          "KFORGE_PYTHON)");
+    } else {
+      a.device = true;  // the host CPU
+    }
+    return a;
+  }
+
+  Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
+                                       const std::filesystem::path& output,
+                                       const std::filesystem::path& abi_include_dir) const override {
+    std::string cxx = Compiler();
+    if (cxx.empty()) return Unavailable("g++ not found: apt-get install g++ (or set CXX)");
+    // -march=native: candidates are timed on this machine; the cache key includes the CPU model.
+    CompileCommand cmd;
+    cmd.argv = {cxx,      "-O3",         "-march=native", "-std=c++17", "-fopenmp",
+                "-shared", "-fPIC",      "-I",            abi_include_dir.string(),
+                "-o",     output.string(), source.string()};
+    return cmd;
+  }
+
+  bool UsesAccelerator() const override { return false; }
+
+ private:
+  Target target_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> NewCppBackend(const Target& target) {
+  return std::make_unique<CppBackend>(target);
+}
+
+}  // namespace kforge

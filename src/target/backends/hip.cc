@@ -1,0 +1,66 @@
+// amd/hip: HIP C++ compiled by hipcc into a shared object exporting kforge_forward. It compiles
+// wherever hipcc is installed; it runs where ROCm sees an AMD GPU.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "kforge/core/subprocess.h"
+#include "kforge/target/backend.h"
+#include "kforge/target/probe.h"
+
+namespace kforge {
+namespace {
+
+class HipBackend : public Backend {
+ public:
+  explicit HipBackend(Target target) : target_(std::move(target)) {}
+
+  const Target& target() const override { return target_; }
+  std::vector<std::string> CandidateExtensions() const override { return {".hip"}; }
+  std::string RunnerDevice() const override { return "cuda:0"; }  // ROCm torch keeps the name
+
+  Availability Probe() const override {
+    Availability a;
+    std::string hipcc = FindProgram("hipcc");
+    if (hipcc.empty()) {
+      a.missing.push_back("hipcc not found: install ROCm (Debian: apt-get install hipcc)");
+    } else {
+      a.toolchain = true;
+      a.toolchain_version = ProgramVersion(hipcc, {"--version"});
+    }
+    if (::access("/dev/kfd", F_OK) != 0) {
+      a.missing.push_back("no AMD GPU: /dev/kfd is absent (amdgpu driver with ROCm support)");
+    } else if (PythonModuleVersion("torch.cuda").empty()) {
+      a.missing.push_back("the runner's Python has no ROCm build of torch");
+    } else {
+      a.device = true;
+    }
+    return a;
+  }
+
+  Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
+                                       const std::filesystem::path& output,
+                                       const std::filesystem::path& abi_include_dir) const override {
+    std::string hipcc = FindProgram("hipcc");
+    if (hipcc.empty()) {
+      return Unavailable("hipcc not found: install ROCm (Debian: apt-get install hipcc)");
+    }
+    // Without a device named in the target, build for gfx90a (MI200), which Debian's hipcc knows.
+    std::string arch = target_.arch != 0 ? fmt::format("gfx{:x}", target_.arch) : "gfx90a";
+    CompileCommand cmd;
+    cmd.argv = {hipcc, "-O3", "-std=c++17", "--offload-arch=" + arch, "-shared", "-fPIC",
+                "-I", abi_include_dir.string(), "-o", output.string(), "-x", "hip",
+                source.string()};
+    return cmd;
+  }
+
+ private:
+  Target target_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> NewHipBackend(const Target& target) {
+  return std::make_unique<HipBackend>(target);
+}
+
+}  // namespace kforge

@@ -1,0 +1,71 @@
+// intel/sycl: SYCL C++ compiled by icpx (oneAPI) or acpp (AdaptiveCpp) into a shared object
+// exporting kforge_forward; `stream` is a sycl::queue*.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "kforge/core/subprocess.h"
+#include "kforge/target/backend.h"
+#include "kforge/target/probe.h"
+
+namespace kforge {
+namespace {
+
+class SyclBackend : public Backend {
+ public:
+  explicit SyclBackend(Target target) : target_(std::move(target)) {}
+
+  const Target& target() const override { return target_; }
+  std::vector<std::string> CandidateExtensions() const override { return {".cpp", ".sycl"}; }
+  std::string RunnerDevice() const override { return "xpu:0"; }
+
+  Availability Probe() const override {
+    Availability a;
+    std::string icpx = FindProgram("icpx");
+    std::string acpp = FindProgram("acpp");
+    if (icpx.empty() && acpp.empty()) {
+      a.missing.push_back(
+          "no SYCL compiler: install Intel oneAPI (icpx) or AdaptiveCpp (acpp) and put it on PATH");
+    } else {
+      a.toolchain = true;
+      a.toolchain_version = ProgramVersion(icpx.empty() ? acpp : icpx, {"--version"});
+    }
+    if (FindProgram("sycl-ls").empty() || ::access("/dev/dri", F_OK) != 0) {
+      a.missing.push_back("no Intel GPU visible to SYCL: /dev/dri and sycl-ls (oneAPI) needed");
+    } else if (PythonModuleVersion("torch").empty()) {
+      a.missing.push_back("the runner's Python has no torch with XPU support");
+    } else {
+      a.device = true;
+    }
+    return a;
+  }
+
+  Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
+                                       const std::filesystem::path& output,
+                                       const std::filesystem::path& abi_include_dir) const override {
+    std::string icpx = FindProgram("icpx");
+    std::string acpp = FindProgram("acpp");
+    CompileCommand cmd;
+    if (!icpx.empty()) {
+      cmd.argv = {icpx, "-fsycl", "-O3", "-std=c++17", "-shared", "-fPIC", "-I",
+                  abi_include_dir.string(), "-o", output.string(), source.string()};
+    } else if (!acpp.empty()) {
+      cmd.argv = {acpp, "-O3", "-shared", "-fPIC", "-I", abi_include_dir.string(), "-o",
+                  output.string(), source.string()};
+    } else {
+      return Unavailable(
+          "no SYCL compiler: install Intel oneAPI (icpx) or AdaptiveCpp (acpp) and put it on PATH");
+    }
+    return cmd;
+  }
+
+ private:
+  Target target_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> NewSyclBackend(const Target& target) {
+  return std::make_unique<SyclBackend>(target);
+}
+
+}  // namespace kforge

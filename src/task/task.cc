@@ -1,0 +1,259 @@
+#include "kforge/task/task.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fmt/ranges.h>
+
+#include "kforge/core/files.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "19_ReLU" -> "19_relu"; used when a suite gives no id.
+std::string IdFromName(std::string_view name) {
+  std::string id;
+  for (char c : name) {
+    id.push_back(std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c))
+                                                              : '_');
+  }
+  return id;
+}
+
+Result<Task> TaskFromJsonlEntry(const fs::path& file, int problem_id) {
+  std::ifstream in(file);
+  if (!in) {
+    return NotFound(fmt::format("cannot open dataset {}: check the path", file.string()));
+  }
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json entry = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (entry.is_discarded() || !entry.is_object()) {
+      return ParseError(fmt::format("{}:{}: not a JSON object", file.string(), line_no));
+    }
+    if (!entry.contains("problem_id") || !entry["problem_id"].is_number_integer() ||
+        !entry.contains("code") || !entry["code"].is_string()) {
+      return ParseError(fmt::format(
+          "{}:{}: a KernelBench entry needs an integer 'problem_id' and a string 'code'",
+          file.string(), line_no));
+    }
+    if (entry["problem_id"].get<int>() != problem_id) continue;
+    Task task;
+    task.problem_id = problem_id;
+    task.level = entry.value("level", 0);
+    task.name = entry.value("name", fmt::format("problem_{}", problem_id));
+    task.id = IdFromName(task.name);
+    task.source = entry["code"].get<std::string>();
+    task.origin = fmt::format("{}#{}", file.filename().string(), problem_id);
+    KFORGE_RETURN_IF_ERROR(ValidateTaskSource(task.source, task.origin));
+    return task;
+  }
+  return NotFound(fmt::format("{} has no entry with problem_id {}", file.string(), problem_id));
+}
+
+Result<int> ParseProblemId(std::string_view text, std::string_view spec) {
+  int id = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || ptr != text.data() + text.size() || id <= 0) {
+    return InvalidArgument(fmt::format(
+        "bad task '{}': after '#' comes a positive problem id, e.g. level2.jsonl#9", spec));
+  }
+  return id;
+}
+
+Result<Override> OverrideFromToml(const std::string& name, const toml::node& node,
+                                  std::string_view where) {
+  if (node.is_table()) {
+    return InvalidArgument(fmt::format(
+        "{}: override '{}' must be a number, boolean, string or array, not a table", where, name));
+  }
+  std::ostringstream json;
+  json << toml::json_formatter{node};
+  return Override{name, json.str()};
+}
+
+}  // namespace
+
+std::string_view PrecisionPolicyName(PrecisionPolicy policy) {
+  switch (policy) {
+    case PrecisionPolicy::kStrict: return "strict";
+    case PrecisionPolicy::kTf32: return "tf32";
+    case PrecisionPolicy::kMixed: return "mixed";
+  }
+  return "?";
+}
+
+Result<PrecisionPolicy> ParsePrecisionPolicy(std::string_view name) {
+  if (name == "strict") return PrecisionPolicy::kStrict;
+  if (name == "tf32") return PrecisionPolicy::kTf32;
+  if (name == "mixed") return PrecisionPolicy::kMixed;
+  return InvalidArgument(
+      fmt::format("unknown precision policy '{}': use strict, tf32 or mixed", name));
+}
+
+Tolerance ToleranceOf(PrecisionPolicy policy) {
+  switch (policy) {
+    case PrecisionPolicy::kStrict: return {1e-4, 1e-4};
+    case PrecisionPolicy::kTf32: return {1e-3, 1e-3};
+    case PrecisionPolicy::kMixed: return {1e-2, 1e-2};
+  }
+  return {};
+}
+
+fs::path KernelBenchDir() {
+  if (const char* dir = std::getenv("KFORGE_KERNELBENCH_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  return KforgeHome().parent_path() / "shared" / "data" / "kernelbench";
+}
+
+Status ValidateTaskSource(std::string_view source, std::string_view origin) {
+  static const std::regex kModel(R"(^class\s+Model\s*\()", std::regex::multiline);
+  static const std::regex kInputs(R"(^def\s+get_inputs\s*\()", std::regex::multiline);
+  static const std::regex kInit(R"(^def\s+get_init_inputs\s*\()", std::regex::multiline);
+  std::vector<std::string> missing;
+  std::string text(source);
+  if (!std::regex_search(text, kModel)) missing.emplace_back("class Model(nn.Module)");
+  if (!std::regex_search(text, kInputs)) missing.emplace_back("def get_inputs()");
+  if (!std::regex_search(text, kInit)) missing.emplace_back("def get_init_inputs()");
+  if (missing.empty()) return Ok();
+  return InvalidArgument(fmt::format(
+      "task {} is not a KernelBench problem: it lacks {} at the top level (a task defines the "
+      "reference Model, get_inputs() and get_init_inputs())",
+      origin, fmt::join(missing, ", ")));
+}
+
+Result<Task> LoadTask(std::string_view spec, const fs::path& base_dir) {
+  if (spec.empty()) return InvalidArgument("empty task: give a .py file, FILE.jsonl#N or kernelbench:levelL#N");
+  std::string_view path_part = spec;
+  std::string_view id_part;
+  if (auto hash = spec.rfind('#'); hash != std::string_view::npos) {
+    path_part = spec.substr(0, hash);
+    id_part = spec.substr(hash + 1);
+  }
+  if (path_part.starts_with("kernelbench:")) {
+    std::string_view level = path_part.substr(std::string_view("kernelbench:").size());
+    if (!level.starts_with("level") || id_part.empty()) {
+      return InvalidArgument(fmt::format(
+          "bad task '{}': write kernelbench:levelL#N, e.g. kernelbench:level1#19", spec));
+    }
+    auto id = ParseProblemId(id_part, spec);
+    if (!id) return std::unexpected(id.error());
+    fs::path file = KernelBenchDir() / fmt::format("{}.jsonl", level);
+    if (!fs::exists(file)) {
+      return NotFound(fmt::format(
+          "task '{}': {} does not exist (set KFORGE_KERNELBENCH_DIR to the folder holding "
+          "level1.jsonl ...)",
+          spec, file.string()));
+    }
+    return TaskFromJsonlEntry(file, *id);
+  }
+  fs::path path = fs::path(path_part);
+  if (path.is_relative() && !base_dir.empty()) path = base_dir / path;
+  if (path.extension() == ".jsonl") {
+    if (id_part.empty()) {
+      return InvalidArgument(fmt::format(
+          "task '{}' names a whole dataset; pick one entry with #N (its problem_id), or pass it "
+          "as a suite",
+          spec));
+    }
+    auto id = ParseProblemId(id_part, spec);
+    if (!id) return std::unexpected(id.error());
+    return TaskFromJsonlEntry(path, *id);
+  }
+  if (!id_part.empty()) {
+    return InvalidArgument(fmt::format("bad task '{}': '#N' only follows a .jsonl file", spec));
+  }
+  if (path.extension() != ".py") {
+    return InvalidArgument(fmt::format(
+        "task '{}' is neither a .py problem file nor FILE.jsonl#N nor kernelbench:levelL#N", spec));
+  }
+  auto source = ReadFile(path);
+  if (!source) return NotFound(fmt::format("task file {} cannot be read", path.string()));
+  Task task;
+  task.name = path.stem().string();
+  task.id = IdFromName(task.name);
+  task.origin = path.string();
+  task.source = std::move(*source);
+  KFORGE_RETURN_IF_ERROR(ValidateTaskSource(task.source, task.origin));
+  return task;
+}
+
+Result<Suite> LoadSuite(const fs::path& path) {
+  if (path.extension() == ".jsonl") {
+    std::ifstream in(path);
+    if (!in) return NotFound(fmt::format("cannot open dataset {}", path.string()));
+    Suite suite;
+    suite.name = path.stem().string();
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json entry = nlohmann::json::parse(line, nullptr, false);
+      if (entry.is_discarded() || !entry.contains("problem_id")) continue;
+      auto task = TaskFromJsonlEntry(path, entry["problem_id"].get<int>());
+      if (!task) return std::unexpected(task.error());
+      suite.tasks.push_back(std::move(*task));
+    }
+    return suite;
+  }
+  if (!fs::exists(path)) return NotFound(fmt::format("suite {} does not exist", path.string()));
+  toml::table root;
+  try {
+    root = toml::parse_file(path.string());  // Debian's toml++ reports errors by exception
+  } catch (const toml::parse_error& err) {
+    return ParseError(fmt::format("{}:{}:{}: {}", path.string(), err.source().begin.line,
+                                  err.source().begin.column, err.description()));
+  }
+  Suite suite;
+  suite.name = root["name"].value_or(path.stem().string());
+  suite.description = root["description"].value_or(std::string());
+  const toml::array* tasks = root["task"].as_array();
+  if (tasks == nullptr || tasks->empty()) {
+    return InvalidArgument(fmt::format("suite {} has no [[task]] entries", path.string()));
+  }
+  int index = 0;
+  for (const toml::node& node : *tasks) {
+    ++index;
+    const toml::table* entry = node.as_table();
+    std::string where = fmt::format("{} (task {})", path.string(), index);
+    if (entry == nullptr) return InvalidArgument(fmt::format("{}: not a table", where));
+    auto source = (*entry)["source"].value<std::string>();
+    if (!source) {
+      return InvalidArgument(fmt::format(
+          "{}: missing 'source' (a .py file, FILE.jsonl#N or kernelbench:levelL#N)", where));
+    }
+    auto task = LoadTask(*source, path.parent_path());
+    if (!task) {
+      return std::unexpected(Error{task.error().code, where + ": " + task.error().message});
+    }
+    if (auto id = (*entry)["id"].value<std::string>()) task->id = *id;
+    if (auto policy = (*entry)["policy"].value<std::string>()) {
+      auto p = ParsePrecisionPolicy(*policy);
+      if (!p) return std::unexpected(Error{p.error().code, where + ": " + p.error().message});
+      task->policy = *p;
+    }
+    if (const toml::table* overrides = (*entry)["overrides"].as_table()) {
+      for (const auto& [key, value] : *overrides) {
+        auto o = OverrideFromToml(std::string(key.str()), value, where);
+        if (!o) return std::unexpected(o.error());
+        task->overrides.push_back(std::move(*o));
+      }
+    }
+    suite.tasks.push_back(std::move(*task));
+  }
+  return suite;
+}
+
+}  // namespace kforge

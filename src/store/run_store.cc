@@ -77,6 +77,12 @@ constexpr std::string_view kProfileColumns =
 constexpr std::string_view kRecommendationColumns =
     "id, run_id, candidate_id, llm_call_id, recommendation_json, created_at";
 
+constexpr int ColumnCount(std::string_view columns) {
+  int count = 1;
+  for (char ch : columns) count += ch == ',' ? 1 : 0;
+  return count;
+}
+
 // "a, b" with alias "t" -> "t.a, t.b".
 std::string Qualified(std::string_view columns, std::string_view alias) {
   std::string out;
@@ -91,12 +97,11 @@ std::string Qualified(std::string_view columns, std::string_view alias) {
   return out;
 }
 
+
 // "?, ?, ?" with one placeholder per column of `columns`.
 std::string Placeholders(std::string_view columns) {
   std::string out = "?";
-  for (char ch : columns) {
-    if (ch == ',') out += ", ?";
-  }
+  for (int i = 1; i < ColumnCount(columns); ++i) out += ", ?";
   return out;
 }
 
@@ -205,12 +210,12 @@ Result<RecommendationRecord> ReadRecommendation(const Statement& s, int c) {
 
 Result<std::string> ReadText(const Statement& s, int c) { return s.Text(c); }
 
-constexpr int kEvaluationColumnCount = 9;
-constexpr int kCandidateColumnCount = 11;
 
 Result<EvaluationRow> ReadEvaluationRow(const Statement& s, int c) {
   auto evaluation = ReadEvaluation(s, c);
   if (!evaluation) return std::unexpected(std::move(evaluation).error());
+  constexpr int kEvaluationColumnCount = ColumnCount(kEvaluationColumns);
+  constexpr int kCandidateColumnCount = ColumnCount(kCandidateColumns);
   auto candidate = ReadCandidate(s, c + kEvaluationColumnCount);
   if (!candidate) return std::unexpected(std::move(candidate).error());
   return EvaluationRow{std::move(*evaluation), std::move(*candidate),

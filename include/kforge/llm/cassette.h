@@ -1,0 +1,56 @@
+// Cassettes: record a provider's answers into a JSONL file, and replay them byte-exactly.
+//
+// The format (version 1) is documented in docs/llm.md: a header line, then one line per answered
+// request with its fingerprint, canonical request, response (raw body byte-exact) and metadata.
+// Failed calls are not recorded. One cassette may hold several models; entries are keyed by model
+// id and fingerprint.
+#ifndef KFORGE_LLM_CASSETTE_H_
+#define KFORGE_LLM_CASSETTE_H_
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "kforge/core/error.h"
+#include "kforge/llm/provider.h"
+
+namespace kforge::llm {
+
+inline constexpr int kCassetteVersion = 1;
+
+// Appends entries to a cassette file. Thread-safe; each entry is one write of one line, flushed.
+class CassetteWriter {
+ public:
+  // Creates (truncates) `path` and writes the header line.
+  static Result<std::shared_ptr<CassetteWriter>> Create(const std::filesystem::path& path);
+  virtual ~CassetteWriter() = default;
+  virtual Status Append(const ProviderInfo& info, const Request& request,
+                        const Response& response) = 0;
+};
+
+// Wraps `inner`: every successful answer is appended to `writer`, then returned unchanged.
+// A failed append fails the call (a recording with holes would not replay).
+std::unique_ptr<Provider> NewRecordingProvider(std::shared_ptr<Provider> inner,
+                                               std::shared_ptr<CassetteWriter> writer);
+
+// A loaded cassette, shared by the replay providers of one run. Thread-safe.
+class Cassette {
+ public:
+  // Errors name the file and line: unreadable file, bad JSON, missing field, unknown version.
+  static Result<std::shared_ptr<Cassette>> Load(const std::filesystem::path& path);
+  virtual ~Cassette() = default;
+  // The recorded answer to `request` for `model_id`. Identical requests are served in recorded
+  // order. When nothing matches: kNotFound "replay diverged at request N ..." naming the first
+  // unserved recorded request of that model and the first field that differs.
+  virtual Result<Response> Serve(const std::string& model_id, const Request& request) = 0;
+  // Number of recorded entries not served yet.
+  virtual int Unserved() const = 0;
+};
+
+// Answers from `cassette` as model `model_id`; never calls the network.
+std::unique_ptr<Provider> NewReplayProvider(std::shared_ptr<Cassette> cassette,
+                                            std::string model_id);
+
+}  // namespace kforge::llm
+
+#endif  // KFORGE_LLM_CASSETTE_H_

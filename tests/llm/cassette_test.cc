@@ -1,0 +1,251 @@
+// Cassettes: record from a local server, replay byte-exactly, and name the first divergence.
+#include "kforge/llm/cassette.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kforge/llm/fingerprint.h"
+#include "kforge/llm/openai.h"
+#include "kforge/llm/redact.h"
+#include "scripted_provider.h"
+#include "temp_dir.h"
+#include "test_server.h"
+
+namespace kforge::llm {
+namespace {
+
+using nlohmann::json;
+using testing::ScriptedProvider;
+using testing::TempDir;
+using testing::TestServer;
+using testing::UserRequest;
+
+std::string Slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Request Conversation(const std::string& last) {
+  Request r;
+  r.messages = {Message::System("You write CUDA kernels."), Message::User(last)};
+  r.temperature = 0.0;
+  r.max_tokens = 256;
+  return r;
+}
+
+TEST(CassetteTest, RecordedFromALocalServerReplaysIdentically) {
+  TestServer ts;
+  std::atomic<int> hits{0};
+  ts.server().Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+    const int n = ++hits;
+    const json body = json::parse(req.body);
+    // Odd spacing and unicode: the replayed body must be byte-identical, not re-serialised.
+    res.set_content(
+        "{ \"model\" : \"local-model\",\n  \"choices\":[{\"message\":{\"content\":" +
+            json("answer " + std::to_string(n) + " to " +
+                 body["messages"][1]["content"].get<std::string>() + " — ✓")
+                .dump() +
+            "},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":" + std::to_string(10 + n) +
+            ",\"completion_tokens\":5} }",
+        "application/json");
+  });
+  TempDir dir;
+  const auto path = dir.path() / "run.cassette.jsonl";
+  auto live = std::shared_ptr<Provider>(
+      NewOpenAiCompatibleProvider(testing::FastConfig(ts.url() + "/v1", ""), NewCurlTransport()));
+  std::vector<Response> recorded;
+  {
+    auto writer = CassetteWriter::Create(path);
+    ASSERT_TRUE(writer.has_value()) << writer.error().ToString();
+    auto recorder = NewRecordingProvider(live, *writer);
+    for (const char* prompt : {"write relu", "make it faster", "write relu"}) {
+      auto r = recorder->Complete(Conversation(prompt), CallOptions{});
+      ASSERT_TRUE(r.has_value()) << r.error().ToString();
+      recorded.push_back(*r);
+    }
+  }
+  ASSERT_EQ(hits.load(), 3);
+
+  auto cassette = Cassette::Load(path);
+  ASSERT_TRUE(cassette.has_value()) << cassette.error().ToString();
+  auto replay = NewReplayProvider(*cassette, "test-model");
+  for (std::size_t i = 0; i < recorded.size(); ++i) {
+    const char* prompt = i == 1 ? "make it faster" : "write relu";
+    auto r = replay->Complete(Conversation(prompt), CallOptions{});
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(r->raw_body, recorded[i].raw_body) << i;  // byte-exact
+    EXPECT_EQ(r->text, recorded[i].text) << i;          // identical requests in recorded order
+    EXPECT_EQ(r->usage.input_tokens, recorded[i].usage.input_tokens);
+    EXPECT_EQ(r->usage.output_tokens, recorded[i].usage.output_tokens);
+    EXPECT_EQ(r->finish_reason, "stop");
+    EXPECT_EQ(r->model, "local-model");
+  }
+  EXPECT_EQ(hits.load(), 3);  // replay never touched the server
+  EXPECT_EQ((*cassette)->Unserved(), 0);
+
+  // The documented format: header line, then entries with fingerprint and metadata.
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(json::parse(line)["kforge_cassette"], 1);
+  std::getline(in, line);
+  const json entry = json::parse(line);
+  EXPECT_EQ(entry["index"], 0);
+  EXPECT_EQ(entry["model_id"], "test-model");
+  EXPECT_EQ(entry["provider"], "openai_compatible");
+  EXPECT_EQ(entry["model"], "wire-model");
+  EXPECT_NE(entry["answered_by"].get<std::string>().find("local-model"), std::string::npos);
+  EXPECT_FALSE(entry["recorded_at"].get<std::string>().empty());
+  EXPECT_EQ(entry["fingerprint"], RequestFingerprint(Conversation("write relu"), "test-model"));
+  EXPECT_EQ(entry["request"]["messages"][1]["content"][0]["text"], "write relu");
+}
+
+TEST(CassetteTest, DivergingRunNamesTheFirstDifferingRequest) {
+  TempDir dir;
+  const auto path = dir.path() / "c.jsonl";
+  auto inner = std::make_shared<ScriptedProvider>(
+      [](const Request& r, const CallOptions&) -> Result<Response> {
+        Response response;
+        response.text = "re: " + r.messages.back().Text();
+        response.raw_body = response.text;
+        return response;
+      },
+      "gen");
+  {
+    auto writer = CassetteWriter::Create(path);
+    ASSERT_TRUE(writer.has_value());
+    auto recorder = NewRecordingProvider(inner, *writer);
+    for (const char* p : {"step one", "step two: use tiles of 32", "step three"}) {
+      ASSERT_TRUE(recorder->Complete(Conversation(p), {}).has_value());
+    }
+  }
+  auto cassette = Cassette::Load(path);
+  ASSERT_TRUE(cassette.has_value());
+  auto replay = NewReplayProvider(*cassette, "gen");
+  ASSERT_TRUE(replay->Complete(Conversation("step one"), {}).has_value());
+  auto diverged = replay->Complete(Conversation("step two: use tiles of 64"), {});
+  ASSERT_FALSE(diverged.has_value());
+  const std::string& m = diverged.error().message;
+  EXPECT_EQ(diverged.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(m.find("replay diverged at request 2 to model 'gen'"), std::string::npos) << m;
+  EXPECT_NE(m.find("#1"), std::string::npos) << m;  // the recorded request it should have been
+  EXPECT_NE(m.find("messages[1].content[0].text"), std::string::npos) << m;
+  EXPECT_NE(m.find("differs at character 23"), std::string::npos) << m;
+  EXPECT_NE(m.find("tiles of 32"), std::string::npos) << m;
+  EXPECT_NE(m.find("tiles of 64"), std::string::npos) << m;
+
+  // A changed option is named too.
+  Request hotter = Conversation("step two: use tiles of 32");
+  hotter.temperature = 0.7;
+  auto option = replay->Complete(hotter, {});
+  ASSERT_FALSE(option.has_value());
+  EXPECT_NE(option.error().message.find("temperature: recorded 0.0, now 0.7"), std::string::npos)
+      << option.error().message;
+}
+
+TEST(CassetteTest, RunningPastTheRecordingIsADivergence) {
+  TempDir dir;
+  const auto path = dir.path() / "c.jsonl";
+  auto inner = std::make_shared<ScriptedProvider>(
+      [](const Request&, const CallOptions&) -> Result<Response> { return Response{}; }, "m");
+  {
+    auto writer = CassetteWriter::Create(path);
+    ASSERT_TRUE(writer.has_value());
+    ASSERT_TRUE(NewRecordingProvider(inner, *writer)->Complete(UserRequest("a"), {}).has_value());
+  }
+  auto cassette = Cassette::Load(path);
+  ASSERT_TRUE(cassette.has_value());
+  auto replay = NewReplayProvider(*cassette, "m");
+  ASSERT_TRUE(replay->Complete(UserRequest("a"), {}).has_value());
+  auto extra = replay->Complete(UserRequest("a"), {});
+  ASSERT_FALSE(extra.has_value());
+  EXPECT_NE(extra.error().message.find("replay diverged at request 2"), std::string::npos);
+  EXPECT_NE(extra.error().message.find("recorded only 1"), std::string::npos)
+      << extra.error().message;
+}
+
+TEST(CassetteTest, BinaryBodiesRoundTripAndSecretsAreRedacted) {
+  TempDir dir;
+  const auto path = dir.path() / "c.jsonl";
+  const std::string secret = "sk-cassette-secret-000111222333";
+  RegisterSecret(secret);
+  const std::string binary("\xff\xfe\x00ok", 5);
+  auto inner = std::make_shared<ScriptedProvider>(
+      [&](const Request& r, const CallOptions&) -> Result<Response> {
+        Response response;
+        response.text = r.messages[0].Text() == "bin" ? "b" : "echo " + secret;
+        response.raw_body = r.messages[0].Text() == "bin" ? binary : "{\"echo\":\"" + secret + "\"}";
+        return response;
+      },
+      "m");
+  {
+    auto writer = CassetteWriter::Create(path);
+    ASSERT_TRUE(writer.has_value());
+    auto recorder = NewRecordingProvider(inner, *writer);
+    ASSERT_TRUE(recorder->Complete(UserRequest("bin"), {}).has_value());
+    ASSERT_TRUE(recorder->Complete(UserRequest("leak"), {}).has_value());
+  }
+  EXPECT_EQ(Slurp(path).find(secret), std::string::npos);
+  auto cassette = Cassette::Load(path);
+  ASSERT_TRUE(cassette.has_value()) << cassette.error().ToString();
+  auto replay = NewReplayProvider(*cassette, "m");
+  auto bin = replay->Complete(UserRequest("bin"), {});
+  ASSERT_TRUE(bin.has_value());
+  EXPECT_EQ(bin->raw_body, binary);
+  auto leak = replay->Complete(UserRequest("leak"), {});
+  ASSERT_TRUE(leak.has_value());
+  EXPECT_EQ(leak->raw_body, "{\"echo\":\"[REDACTED]\"}");
+}
+
+TEST(CassetteTest, LoadRejectsOtherVersionsAndEditedEntries) {
+  TempDir dir;
+  const auto v2 = dir.path() / "v2.jsonl";
+  std::ofstream(v2) << R"({"kforge_cassette":2})" << "\n";
+  auto loaded = Cassette::Load(v2);
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_NE(loaded.error().message.find("version 2 is not supported"), std::string::npos);
+  EXPECT_NE(loaded.error().message.find("v2.jsonl:1"), std::string::npos);
+
+  const auto path = dir.path() / "c.jsonl";
+  auto inner = std::make_shared<ScriptedProvider>(
+      [](const Request&, const CallOptions&) -> Result<Response> { return Response{}; }, "m");
+  {
+    auto writer = CassetteWriter::Create(path);
+    ASSERT_TRUE(writer.has_value());
+    ASSERT_TRUE(NewRecordingProvider(inner, *writer)->Complete(UserRequest("a"), {}).has_value());
+  }
+  std::string text = Slurp(path);
+  text.replace(text.find("\"text\":\"a\""), 10, "\"text\":\"b\"");
+  std::ofstream(path, std::ios::trunc) << text;
+  auto edited = Cassette::Load(path);
+  ASSERT_FALSE(edited.has_value());
+  EXPECT_NE(edited.error().message.find("c.jsonl:2"), std::string::npos) << edited.error().message;
+  EXPECT_NE(edited.error().message.find("fingerprint"), std::string::npos);
+}
+
+TEST(FingerprintTest, IsStableAndSensitiveToEveryField) {
+  Request a = Conversation("x");
+  EXPECT_EQ(RequestFingerprint(a, "m"), RequestFingerprint(Conversation("x"), "m"));
+  EXPECT_NE(RequestFingerprint(a, "m"), RequestFingerprint(a, "other"));
+  Request b = a;
+  b.stop = {"END"};
+  EXPECT_NE(RequestFingerprint(a, "m"), RequestFingerprint(b, "m"));
+  Request c = a;
+  c.messages[1].parts.push_back(ContentPart::ImageBase64("image/png", "AAAA"));
+  Request d = a;
+  d.messages[1].parts.push_back(ContentPart::ImageBase64("image/png", "AAAB"));
+  EXPECT_NE(RequestFingerprint(c, "m"), RequestFingerprint(d, "m"));
+  EXPECT_EQ(CanonicalRequestJson(a, "m"),
+            R"({"max_tokens":256,"messages":[{"content":[{"text":"You write CUDA kernels.",)"
+            R"("type":"text"}],"role":"system"},{"content":[{"text":"x","type":"text"}],)"
+            R"("role":"user"}],"model_id":"m","temperature":0.0})");
+}
+
+}  // namespace
+}  // namespace kforge::llm

@@ -1,7 +1,7 @@
 """Poisoned memory: output buffers and freed device memory hold NaN (floats) or 0x5A bytes (integers).
 
-A kernel that leaves an output element unwritten, or reuses stale memory, then produces values that
-can never pass the comparison.
+A kernel that leaves an output element unwritten, or returns memory it never wrote, then produces
+values that can never pass the comparison.
 """
 
 from typing import List
@@ -10,8 +10,6 @@ import torch
 
 POISON_BYTE = 0x5A
 _FREED_MEMORY_MIN_BYTES = 256 << 20
-_SMALL_BLOCK_BYTES = 512 << 10
-_SMALL_BLOCKS = 64
 
 
 def filled_tensor(shape: List[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -26,20 +24,38 @@ def filled_tensor(shape: List[int], dtype: torch.dtype, device: torch.device) ->
     return raw.view(dtype).reshape(shape)
 
 
-def poison_freed_cuda_memory(device: torch.device, working_set_bytes: int) -> None:
-    """Fills memory that PyTorch's caching allocator will hand out next with NaN.
+class _DeviceMemory:
+    """A raw device range exposed through ``__cuda_array_interface__`` (no allocation, no ownership)."""
 
-    Allocates one large block (at least 256 MiB or four times the working set, at most half of the
-    free memory) and a set of small blocks (the allocator keeps blocks under 1 MiB in a separate
-    pool), fills them with NaN and frees them; the cached blocks are then reused by the candidate's
-    allocations. Does nothing for non-cuda devices.
+    def __init__(self, address: int, nbytes: int):
+        self.__cuda_array_interface__ = {"shape": (nbytes // 4,), "typestr": "<f4",
+                                         "data": (address, False), "version": 2}
+
+
+def poison_freed_cuda_memory(device: torch.device, working_set_bytes: int) -> None:
+    """Fills every free block cached by PyTorch's CUDA allocator on ``device`` with NaN.
+
+    First grows the cache by one block (at least 256 MiB or four times the working set, at most half
+    of the free device memory) so that the candidate's allocations are served from cached, poisoned
+    memory; then walks ``torch.cuda.memory_snapshot()`` and fills each inactive block in place, which
+    covers the small-block pool and blocks freed by earlier trials. Does nothing for non-cuda devices.
     """
     if device.type != "cuda":
         return
     free_bytes, _ = torch.cuda.mem_get_info(device)
-    large = min(max(_FREED_MEMORY_MIN_BYTES, 4 * working_set_bytes), free_bytes // 2)
-    blocks = [torch.full((large // 4,), float("nan"), dtype=torch.float32, device=device)]
-    blocks += [torch.full((_SMALL_BLOCK_BYTES // 4,), float("nan"), dtype=torch.float32, device=device)
-               for _ in range(_SMALL_BLOCKS)]
+    size = min(max(_FREED_MEMORY_MIN_BYTES, 4 * working_set_bytes), free_bytes // 2)
+    grow = torch.empty((size,), dtype=torch.uint8, device=device)
+    del grow  # the block stays in the allocator's cache
     torch.cuda.synchronize(device)
-    del blocks
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(index):
+        for segment in torch.cuda.memory_snapshot():
+            if segment.get("device", index) != index:
+                continue
+            address = segment["address"]
+            for block in segment["blocks"]:  # contiguous, in address order
+                if block["state"] == "inactive" and block["size"] >= 4:
+                    torch.as_tensor(_DeviceMemory(address, block["size"]), device=device).fill_(
+                        float("nan"))
+                address += block["size"]
+    torch.cuda.synchronize(device)

@@ -55,13 +55,13 @@ def _as_output_list(value: Any) -> List[torch.Tensor]:
 
 
 def _run_model(model: torch.nn.Module, inputs: List[Any], device: torch.device) -> List[torch.Tensor]:
-    """Runs the model under no_grad on device clones of ``inputs``; returns detached outputs."""
+    """Runs the model under no_grad on device clones of ``inputs``; returns CPU copies of the outputs."""
     args = [v.to(device).clone() if isinstance(v, torch.Tensor) else v for v in inputs]
     with torch.no_grad():
         outputs = _as_output_list(model(*args))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return [t.detach().clone() for t in outputs]
+    return [t.detach().to("cpu", copy=True) for t in outputs]
 
 
 def _all_finite(outputs: List[torch.Tensor]) -> bool:

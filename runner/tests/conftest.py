@@ -14,7 +14,7 @@ import pytest
 
 RUNNER_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ABI_DIR = os.path.join(RUNNER_ROOT, "kforge_runner", "abi")
-KERNELBENCH_DIR = "/work/shared/data/kernelbench"
+KERNELBENCH_DIR = os.environ.get("KFORGE_KERNELBENCH_DIR", "/work/shared/data/kernelbench")
 POCL_PLATFORM = "Portable Computing Language"
 
 

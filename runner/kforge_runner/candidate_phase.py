@@ -45,28 +45,29 @@ def _read_state(inputs_dir: str) -> Dict[str, torch.Tensor]:
 
 
 def _load(job: CandidateJob, state: Dict[str, torch.Tensor], device: torch.device):
-    """Returns ``run(inputs, expected) -> (outputs, inputs_unchanged, problems)`` for the job's kind."""
+    """The loaded candidate of the job's kind.
+
+    Every kind offers ``run(inputs, expected) -> (outputs, inputs_unchanged, problems)`` and the
+    dicts ``environment`` (added to the result's environment) and ``result_fields`` (added to the
+    result). The kind's module is imported only here, so pyopencl is needed only for opencl.
+    """
     spec = job.candidate
     own_files = [spec.source_file] if spec.source_file else []
+    context = "loading the candidate"
     if spec.kind == "native":
         from kforge_runner.native import NativeCandidate
-        native = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate", NativeCandidate,
-                                 spec.artifact, device, list(state.values()))
-        return lambda inputs, expected: (*native.run(inputs, expected), []), {}
+        return _call_candidate(LoadStage.LOAD, own_files, context, NativeCandidate,
+                               spec.artifact, device, list(state.values()))
     if spec.kind == "opencl":
         from kforge_runner import opencl
         opencl.use_scratch_dir(job.outputs_dir)
-        device = opencl.find_device(spec.opencl_platform)  # a missing platform is infra_error
-        ocl = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate",
-                              opencl.OpenCLCandidate, spec.source_file, device)
-        state_list = list(state.values())
-        return (lambda inputs, expected: (*ocl.run(inputs, state_list, expected), []),
-                {"opencl_device": ocl.device.name})
+        cl_device = opencl.find_device(spec.opencl_platform)  # a missing platform is infra_error
+        return _call_candidate(LoadStage.LOAD, own_files, context, opencl.OpenCLCandidate,
+                               spec.source_file, cl_device, list(state.values()))
     from kforge_runner.module_candidate import ModuleCandidate
     task = task_loader.load_task(job.task)
-    module = _call_candidate(LoadStage.LOAD, own_files, "loading the candidate", ModuleCandidate,
-                             spec.source_file, task, job.init_seed, device, state)
-    return module.run, {"state_loaded": module.state_loaded}
+    return _call_candidate(LoadStage.LOAD, own_files, context, ModuleCandidate,
+                           spec.source_file, task, job.init_seed, device, state)
 
 
 def _write_outputs(directory: str, outputs: List[Any]) -> List[Dict[str, Any]]:
@@ -91,16 +92,15 @@ def run(job: CandidateJob) -> Dict[str, Any]:
     own_files = [job.candidate.source_file] if job.candidate.source_file else []
     state = _read_state(job.inputs_dir)
     try:
-        run_once, extra = _load(job, state, device)
-        if "opencl_device" in extra:
-            result["environment"]["opencl_device"] = extra.pop("opencl_device")
-        result.update(extra)
+        candidate = _load(job, state, device)
+        result["environment"].update(candidate.environment)
+        result.update(candidate.result_fields)
         for trial in job.trials:
             trial_dir = os.path.join(job.inputs_dir, f"trial_{trial.index}")
             inputs = [tensor_files.read_value(trial_dir, e) for e in tensor_files.read_manifest(trial_dir)]
             trial_started = time.monotonic()
             outputs, unchanged, problems = _call_candidate(
-                LoadStage.RUN, own_files, f"trial {trial.index}", run_once, inputs, trial.outputs)
+                LoadStage.RUN, own_files, f"trial {trial.index}", candidate.run, inputs, trial.outputs)
             seconds = time.monotonic() - trial_started
             result["trials"].append({
                 "index": trial.index,

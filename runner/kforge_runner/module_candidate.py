@@ -8,6 +8,7 @@ Python numbers), runs under ``torch.no_grad()`` after freed CUDA memory has been
 the device is synchronised before the outputs are inspected.
 """
 
+import math
 from typing import Any, Dict, List, Tuple
 
 import torch
@@ -47,7 +48,12 @@ def check_outputs(outputs: List[Any], expected: List[OutputSpec], device: torch.
 
 
 class ModuleCandidate:
-    """A constructed ``ModelNew``; constructing it executes the candidate file (candidate code)."""
+    """A constructed ``ModelNew``; constructing it executes the candidate file (candidate code).
+
+    ``result_fields`` adds ``state_loaded`` to the phase result.
+    """
+
+    environment: Dict[str, Any] = {}
 
     def __init__(self, source_file: str, task: task_loader.Task, init_seed: int,
                  device: torch.device, state: Dict[str, torch.Tensor]):
@@ -56,9 +62,10 @@ class ModuleCandidate:
             raise AttributeError(f"{source_file} does not define class ModelNew")
         self._device = device
         self.model, _ = task_loader.construct(module.ModelNew, task, init_seed, device)
-        self.state_loaded = _shapes_match(self.model, state)
-        if self.state_loaded:
+        state_loaded = _shapes_match(self.model, state)
+        if state_loaded:
             self.model.load_state_dict({k: v.to(device) for k, v in state.items()})
+        self.result_fields = {"state_loaded": state_loaded}
 
     def run(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[List[Any], bool, List[str]]:
         """Calls ``ModelNew`` once; returns (outputs, inputs_unchanged, problems)."""
@@ -66,7 +73,7 @@ class ModuleCandidate:
         handed = input_guard.clones(originals)
         working_set = sum(v.numel() * v.element_size() for v in originals if isinstance(v, torch.Tensor))
         working_set += sum(torch.empty((), dtype=tensor_files.torch_dtype(s.dtype)).element_size()
-                           * _numel(s.shape) for s in expected)
+                           * math.prod(s.shape) for s in expected)
         poison.poison_freed_cuda_memory(self._device, working_set)
         with torch.no_grad():
             outputs = _as_output_list(self.model(*handed))
@@ -75,9 +82,3 @@ class ModuleCandidate:
         return outputs, input_guard.unchanged(originals, handed), check_outputs(outputs, expected,
                                                                                  self._device)
 
-
-def _numel(shape: List[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n

@@ -7,7 +7,7 @@ devices (NULL otherwise), and the device is synchronised before the outputs are 
 """
 
 import ctypes
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import torch
 
@@ -55,6 +55,9 @@ def _descriptor_array(tensors: List[torch.Tensor]):
 class NativeCandidate:
     """A loaded ``kforge_forward``. Loading failures raise CompileError."""
 
+    environment: Dict[str, Any] = {}
+    result_fields: Dict[str, Any] = {}
+
     def __init__(self, artifact: str, device: torch.device, state: List[torch.Tensor]):
         try:
             library = ctypes.CDLL(artifact)
@@ -74,8 +77,12 @@ class NativeCandidate:
             return value.to(self._device).contiguous()
         return torch.tensor(float(value), dtype=torch.float64)  # scalars stay on the host
 
-    def run(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool]:
-        """Calls the kernel once; returns (outputs, inputs_unchanged). Non-zero status raises."""
+    def run(self, inputs: List[Any],
+            expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool, List[str]]:
+        """Calls the kernel once; returns (outputs, inputs_unchanged, problems). Non-zero status raises.
+
+        Outputs are runner-allocated with the expected shapes and dtypes, so there are no problems.
+        """
         originals = [self._to_abi(v) for v in inputs] + self._state
         handed = input_guard.clones(originals)
         outputs = [poison.filled_tensor(spec.shape, tensor_files.torch_dtype(spec.dtype), self._device)
@@ -87,4 +94,4 @@ class NativeCandidate:
             torch.cuda.synchronize(self._device)
         if status != 0:
             raise NativeCallError(f"kforge_forward returned {status}")
-        return outputs, input_guard.unchanged(originals, handed)
+        return outputs, input_guard.unchanged(originals, handed), []

@@ -8,7 +8,7 @@ the runner waits for the queue to finish after ``launch``. pyopencl is imported 
 """
 
 import os
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import torch
@@ -99,10 +99,17 @@ def _poisoned_array(spec: OutputSpec) -> np.ndarray:
 
 
 class OpenCLCandidate:
-    """A loaded and built OpenCL candidate. Loading raises CompileError when the build fails."""
+    """A loaded and built OpenCL candidate. Loading raises CompileError when the build fails.
 
-    def __init__(self, source_file: str, device: "cl.Device"):
+    ``environment`` adds the OpenCL device's name to the result's environment.
+    """
+
+    result_fields: Dict[str, Any] = {}
+
+    def __init__(self, source_file: str, device: "cl.Device", state: List[torch.Tensor]):
         self.device = device
+        self.environment = {"opencl_device": device.name}
+        self._state = [_host_array(t) for t in state]
         self._context = cl.Context([self.device])
         self._queue = cl.CommandQueue(self._context)
         module = source_loader.load_module(source_file, CANDIDATE_MODULE_NAME)
@@ -124,10 +131,14 @@ class OpenCLCandidate:
             cl.enqueue_copy(self._queue, host, buffer.buf)
         return host
 
-    def run(self, inputs: List[Any], state: List[torch.Tensor],
-            expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool]:
-        """Launches once on buffers of ``inputs`` then ``state``; returns (outputs, inputs_unchanged)."""
-        originals = [_host_array(v) for v in inputs] + [_host_array(t) for t in state]
+    def run(self, inputs: List[Any],
+            expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool, List[str]]:
+        """Launches once on buffers of ``inputs`` then the state tensors.
+
+        Returns (outputs, inputs_unchanged, problems); outputs are runner-allocated with the expected
+        shapes and dtypes, so there are no problems.
+        """
+        originals = [_host_array(v) for v in inputs] + self._state
         in_buffers = [self._upload(a) for a in originals]
         out_buffers = [self._upload(_poisoned_array(spec)) for spec in expected]
         self._launch(cl, self._queue, self._program, in_buffers, out_buffers)
@@ -136,4 +147,4 @@ class OpenCLCandidate:
                    for b, spec in zip(out_buffers, expected)]
         unchanged = all(np.array_equal(o, self._download(b), equal_nan=o.dtype.kind == "f")
                         for o, b in zip(originals, in_buffers))
-        return outputs, unchanged
+        return outputs, unchanged, []

@@ -4,6 +4,7 @@ A kernel that leaves an output element unwritten, or returns memory it never wro
 values that can never pass the comparison.
 """
 
+import math
 from typing import List
 
 import torch
@@ -17,10 +18,7 @@ def filled_tensor(shape: List[int], dtype: torch.dtype, device: torch.device) ->
     if dtype.is_floating_point:
         return torch.full(shape, float("nan"), dtype=dtype, device=device)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    numel = 1
-    for d in shape:
-        numel *= d
-    raw = torch.full((numel * itemsize,), POISON_BYTE, dtype=torch.uint8, device=device)
+    raw = torch.full((math.prod(shape) * itemsize,), POISON_BYTE, dtype=torch.uint8, device=device)
     return raw.view(dtype).reshape(shape)
 
 

@@ -245,10 +245,6 @@ class ResultChannel:
         self._fd = fd
         self._written = False
 
-    @property
-    def written(self) -> bool:
-        return self._written
-
     def write(self, result: Dict[str, Any]) -> None:
         process_guard.exit_if_forked()
         if self._written:

@@ -96,7 +96,7 @@ class AnthropicProvider : public HttpProvider {
 
 std::unique_ptr<Provider> NewAnthropicProvider(HttpProviderConfig config,
                                                std::shared_ptr<HttpTransport> transport) {
-  if (config.endpoint.empty()) config.endpoint = "https://api.anthropic.com";
+  if (config.endpoint.empty()) config.endpoint = kAnthropicEndpoint;
   return std::make_unique<AnthropicProvider>(std::move(config), std::move(transport),
                                              "anthropic");
 }

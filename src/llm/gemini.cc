@@ -104,7 +104,7 @@ class GeminiProvider : public HttpProvider {
 std::unique_ptr<Provider> NewGeminiProvider(HttpProviderConfig config,
                                             std::shared_ptr<HttpTransport> transport) {
   if (config.endpoint.empty()) {
-    config.endpoint = "https://generativelanguage.googleapis.com/v1beta";
+    config.endpoint = kGeminiEndpoint;
   }
   return std::make_unique<GeminiProvider>(std::move(config), std::move(transport), "gemini");
 }

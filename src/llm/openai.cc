@@ -193,7 +193,7 @@ class OpenAiChatProvider : public HttpProvider {
 
 std::unique_ptr<Provider> NewOpenAiProvider(HttpProviderConfig config,
                                             std::shared_ptr<HttpTransport> transport) {
-  if (config.endpoint.empty()) config.endpoint = "https://api.openai.com/v1";
+  if (config.endpoint.empty()) config.endpoint = kOpenAiEndpoint;
   return std::make_unique<OpenAiChatProvider>(std::move(config), std::move(transport), false);
 }
 

@@ -10,6 +10,9 @@
 #include <utility>
 
 #include "kforge/core/files.h"
+#include "kforge/llm/anthropic.h"
+#include "kforge/llm/gemini.h"
+#include "kforge/llm/openai.h"
 
 namespace kforge::llm {
 namespace {
@@ -155,6 +158,11 @@ Result<ModelEntry> ReadEntry(const toml::table& table, const std::string& source
         r.Here(), e.id));
   }
   if (e.provider == ProviderKind::kInbox && e.inbox_dir.empty()) e.inbox_dir = "kforge-inbox";
+  if (e.endpoint.empty()) {
+    if (e.provider == ProviderKind::kOpenAi) e.endpoint = kOpenAiEndpoint;
+    if (e.provider == ProviderKind::kAnthropic) e.endpoint = kAnthropicEndpoint;
+    if (e.provider == ProviderKind::kGemini) e.endpoint = kGeminiEndpoint;
+  }
   return e;
 }
 

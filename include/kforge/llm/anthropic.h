@@ -10,7 +10,9 @@
 
 namespace kforge::llm {
 
-// Sends x-api-key and anthropic-version 2023-06-01; system messages go to the `system` field.
+inline constexpr const char* kAnthropicEndpoint = "https://api.anthropic.com";
+
+// An empty config.endpoint means kAnthropicEndpoint. Sends x-api-key and anthropic-version 2023-06-01; system messages go to the `system` field.
 std::unique_ptr<Provider> NewAnthropicProvider(HttpProviderConfig config,
                                                std::shared_ptr<HttpTransport> transport);
 

@@ -11,7 +11,9 @@
 
 namespace kforge::llm {
 
-// The key travels in the x-goog-api-key header, never in the URL; system messages go to
+inline constexpr const char* kGeminiEndpoint = "https://generativelanguage.googleapis.com/v1beta";
+
+// An empty config.endpoint means kGeminiEndpoint. The key travels in the x-goog-api-key header, never in the URL; system messages go to
 // systemInstruction; images must be inline data (Gemini does not fetch arbitrary URLs).
 std::unique_ptr<Provider> NewGeminiProvider(HttpProviderConfig config,
                                             std::shared_ptr<HttpTransport> transport);

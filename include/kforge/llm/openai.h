@@ -10,7 +10,10 @@
 
 namespace kforge::llm {
 
-// api.openai.com (or an Azure/gateway URL with the same format): Bearer key, max_completion_tokens.
+inline constexpr const char* kOpenAiEndpoint = "https://api.openai.com/v1";
+
+// api.openai.com (or a gateway URL with the same format): Bearer key, max_completion_tokens.
+// An empty config.endpoint means kOpenAiEndpoint.
 std::unique_ptr<Provider> NewOpenAiProvider(HttpProviderConfig config,
                                             std::shared_ptr<HttpTransport> transport);
 

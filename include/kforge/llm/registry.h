@@ -31,7 +31,7 @@ struct ModelEntry {
   std::string id;  // what users type: `--model claude-sonnet-4`
   ProviderKind provider = ProviderKind::kOpenAi;
   std::string model;        // model name on the wire; the id when omitted
-  std::string endpoint;     // base URL; the provider's public URL when omitted
+  std::string endpoint;     // base URL; the provider's public URL when omitted in the file
   std::string api_key_env;  // environment variable holding the key; "" = no key
   bool key_required = true;  // false for local servers that accept calls without a key
   std::int64_t context_window = 0;  // tokens; 0 = unknown

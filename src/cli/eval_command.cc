@@ -91,9 +91,7 @@ Result<fs::path> StoreVerdict(const EvalArgs& args, const Task& task, const std:
   eval.candidate_id = added_cand->id;
   eval.target = verdict.target;
   eval.device = NewBackend(*Target::Parse(verdict.target))->RunnerDevice();
-  auto status = store::ParseEvaluationStatus(EvalStatusName(verdict.status));
-  if (!status) return std::unexpected(status.error());
-  eval.status = *status;
+  eval.status = verdict.status;
   eval.verdict_json = verdict.ToJson();
   eval.wall_s = verdict.total_seconds;
   auto added_eval = (*store)->AddEvaluation(eval);

@@ -10,21 +10,6 @@
 namespace kforge {
 namespace {
 
-constexpr std::array<std::pair<EvalStatus, std::string_view>, 12> kStatusNames = {{
-    {EvalStatus::kCorrect, "correct"},
-    {EvalStatus::kMismatch, "mismatch"},
-    {EvalStatus::kCompileError, "compile_error"},
-    {EvalStatus::kRuntimeError, "runtime_error"},
-    {EvalStatus::kCrashed, "crashed"},
-    {EvalStatus::kTimeout, "timeout"},
-    {EvalStatus::kOutOfMemory, "out_of_memory"},
-    {EvalStatus::kSandboxViolation, "sandbox_violation"},
-    {EvalStatus::kResourceLimit, "resource_limit"},
-    {EvalStatus::kGuardrail, "guardrail"},
-    {EvalStatus::kReferenceError, "reference_error"},
-    {EvalStatus::kInfraError, "infra_error"},
-}};
-
 nlohmann::json ParseOrNull(const std::string& text) {
   if (text.empty()) return nullptr;
   auto j = nlohmann::json::parse(text, nullptr, false);
@@ -32,20 +17,6 @@ nlohmann::json ParseOrNull(const std::string& text) {
 }
 
 }  // namespace
-
-std::string_view EvalStatusName(EvalStatus status) {
-  for (const auto& [s, name] : kStatusNames) {
-    if (s == status) return name;
-  }
-  return "?";
-}
-
-Result<EvalStatus> ParseEvalStatus(std::string_view name) {
-  for (const auto& [s, n] : kStatusNames) {
-    if (n == name) return s;
-  }
-  return InvalidArgument(fmt::format("unknown evaluation status '{}'", name));
-}
 
 std::string DegenerateFlags::Describe() const {
   std::vector<std::string_view> parts;

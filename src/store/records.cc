@@ -28,14 +28,19 @@ constexpr Names<PassKind, 3> kPassKindNames{{
     {PassKind::kOptimization, "optimization"},
     {PassKind::kGiven, "given"},
 }};
-constexpr Names<EvaluationStatus, 8> kEvaluationStatusNames{{
+constexpr Names<EvaluationStatus, 13> kEvaluationStatusNames{{
     {EvaluationStatus::kCorrect, "correct"},
     {EvaluationStatus::kMismatch, "mismatch"},
     {EvaluationStatus::kCompileError, "compile_error"},
     {EvaluationStatus::kRuntimeError, "runtime_error"},
+    {EvaluationStatus::kCrashed, "crashed"},
     {EvaluationStatus::kTimeout, "timeout"},
+    {EvaluationStatus::kOutOfMemory, "out_of_memory"},
+    {EvaluationStatus::kSandboxViolation, "sandbox_violation"},
+    {EvaluationStatus::kResourceLimit, "resource_limit"},
     {EvaluationStatus::kGuardrail, "guardrail"},
     {EvaluationStatus::kRejected, "rejected"},
+    {EvaluationStatus::kReferenceError, "reference_error"},
     {EvaluationStatus::kInfraError, "infra_error"},
 }};
 constexpr Names<LlmCallStatus, 4> kLlmCallStatusNames{{

@@ -82,7 +82,7 @@ Result<Override> OverrideFromToml(const std::string& name, const toml::node& nod
   }
   std::ostringstream json;
   json << toml::json_formatter{node};
-  return Override{name, json.str()};
+  return Override{name, nlohmann::json::parse(json.str()).dump()};  // compact form
 }
 
 }  // namespace

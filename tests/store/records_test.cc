@@ -21,9 +21,14 @@ TEST(StoreRecordsTest, StoredEnumTextsAreFixed) {
   EXPECT_EQ(ToString(EvaluationStatus::kMismatch), "mismatch");
   EXPECT_EQ(ToString(EvaluationStatus::kCompileError), "compile_error");
   EXPECT_EQ(ToString(EvaluationStatus::kRuntimeError), "runtime_error");
+  EXPECT_EQ(ToString(EvaluationStatus::kCrashed), "crashed");
   EXPECT_EQ(ToString(EvaluationStatus::kTimeout), "timeout");
+  EXPECT_EQ(ToString(EvaluationStatus::kOutOfMemory), "out_of_memory");
+  EXPECT_EQ(ToString(EvaluationStatus::kSandboxViolation), "sandbox_violation");
+  EXPECT_EQ(ToString(EvaluationStatus::kResourceLimit), "resource_limit");
   EXPECT_EQ(ToString(EvaluationStatus::kGuardrail), "guardrail");
   EXPECT_EQ(ToString(EvaluationStatus::kRejected), "rejected");
+  EXPECT_EQ(ToString(EvaluationStatus::kReferenceError), "reference_error");
   EXPECT_EQ(ToString(EvaluationStatus::kInfraError), "infra_error");
   EXPECT_EQ(ToString(LlmCallStatus::kOk), "ok");
   EXPECT_EQ(ToString(LlmCallStatus::kError), "error");
@@ -44,8 +49,11 @@ TEST(StoreRecordsTest, ParseInvertsToString) {
   }
   for (auto v : {EvaluationStatus::kCorrect, EvaluationStatus::kMismatch,
                  EvaluationStatus::kCompileError, EvaluationStatus::kRuntimeError,
-                 EvaluationStatus::kTimeout, EvaluationStatus::kGuardrail,
-                 EvaluationStatus::kRejected, EvaluationStatus::kInfraError}) {
+                 EvaluationStatus::kCrashed, EvaluationStatus::kTimeout,
+                 EvaluationStatus::kOutOfMemory, EvaluationStatus::kSandboxViolation,
+                 EvaluationStatus::kResourceLimit, EvaluationStatus::kGuardrail,
+                 EvaluationStatus::kRejected, EvaluationStatus::kReferenceError,
+                 EvaluationStatus::kInfraError}) {
     EXPECT_EQ(ParseEvaluationStatus(ToString(v)).value(), v);
   }
   for (auto v : {LlmCallStatus::kOk, LlmCallStatus::kError, LlmCallStatus::kTimeout,

@@ -7,27 +7,17 @@
 #include <vector>
 
 #include "kforge/core/error.h"
+#include "kforge/store/records.h"
 #include "kforge/task/task.h"
 
 namespace kforge {
 
-// Stored by name in the run store; a name never changes meaning.
-enum class EvalStatus {
-  kCorrect,           // matched the reference on every trial
-  kMismatch,          // ran, but an output (or an input it modified) disagrees with the reference
-  kCompileError,      // the compiler (or OpenCL build, or Triton jit) rejected it
-  kRuntimeError,      // raised or returned an error while running
-  kCrashed,           // killed by a signal (segfault, abort, illegal instruction)
-  kTimeout,           // did not finish within the wall-clock limit
-  kOutOfMemory,       // exceeded its memory limit
-  kSandboxViolation,  // tried the network or wrote outside its scratch directory
-  kResourceLimit,     // hit the process or thread limit (fork bombs)
-  kGuardrail,         // rejected by static checks before compiling
-  kReferenceError,    // the task's own reference failed: not the candidate's fault
-  kInfraError,        // KForge or the runner failed: not the candidate's fault
-};
-std::string_view EvalStatusName(EvalStatus status);
-Result<EvalStatus> ParseEvalStatus(std::string_view name);
+// The status of an evaluation is the run store's stored enum (one list, one set of names).
+using EvalStatus = store::EvaluationStatus;
+inline std::string_view EvalStatusName(EvalStatus status) { return store::ToString(status); }
+inline Result<EvalStatus> ParseEvalStatus(std::string_view name) {
+  return store::ParseEvaluationStatus(name);
+}
 
 struct TrialVerdict {
   int index = 0;

@@ -36,19 +36,21 @@ enum class RunStatus { kRunning, kFinished, kFailed, kInterrupted };
 // (made to be faster than a correct parent), "given" (supplied by the user, not generated).
 enum class PassKind { kFunctional, kOptimization, kGiven };
 
-// Outcome of one evaluation. Stored text: "correct", "mismatch", "compile_error", "runtime_error",
-// "timeout", "guardrail" (rejected by a static or dynamic guardrail), "rejected" (the runner's claim
-// failed a plausibility check such as the physics floor), "infra_error" (the harness itself failed;
-// says nothing about the candidate).
+// Outcome of one evaluation. Stored as the text in parentheses; a text never changes meaning.
 enum class EvaluationStatus {
-  kCorrect,
-  kMismatch,
-  kCompileError,
-  kRuntimeError,
-  kTimeout,
-  kGuardrail,
-  kRejected,
-  kInfraError,
+  kCorrect,           // (correct) matched the reference on every trial
+  kMismatch,          // (mismatch) ran, but an output, or an input it modified, disagrees
+  kCompileError,      // (compile_error) the compiler, OpenCL build or DSL jit rejected it
+  kRuntimeError,      // (runtime_error) raised or returned an error while running
+  kCrashed,           // (crashed) killed by a signal: segfault, abort, illegal instruction
+  kTimeout,           // (timeout) did not finish within its wall-clock or CPU-time limit
+  kOutOfMemory,       // (out_of_memory) exceeded its memory limit
+  kSandboxViolation,  // (sandbox_violation) tried the network or to write outside its scratch
+  kResourceLimit,     // (resource_limit) hit the process/thread limit (fork bombs)
+  kGuardrail,         // (guardrail) rejected by a static or dynamic guardrail
+  kRejected,          // (rejected) a claim failed a plausibility check such as the physics floor
+  kReferenceError,    // (reference_error) the task's own reference failed: not the candidate
+  kInfraError,        // (infra_error) the harness itself failed: says nothing of the candidate
 };
 
 // Outcome of one LLM call. Stored text: "ok", "error", "timeout", "cancelled".

@@ -1,0 +1,124 @@
+// Every candidate fixture through the real harness: compile service, sandboxed Python runner,
+// comparison. KFORGE_FIXTURE_WHERE selects the cases ("ci" on CPUs, "h200" on an NVIDIA GPU).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <algorithm>
+#include <map>
+
+#include "fixture_cases.h"
+#include "kforge/eval/evaluator.h"
+#include "kforge/target/backend.h"
+#include "kforge/task/task.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FixtureCase;
+
+// Targets are probed once per binary.
+const Availability& AvailabilityOf(const std::string& target) {
+  static std::map<std::string, Availability> cache;
+  auto it = cache.find(target);
+  if (it == cache.end()) {
+    it = cache.emplace(target, NewBackend(*Target::Parse(target))->Probe()).first;
+  }
+  return it->second;
+}
+
+Result<Task> TaskOf(const FixtureCase& c) {
+  auto suite = LoadSuite(testing::SourceTree() / c.suite);
+  if (!suite) return std::unexpected(suite.error());
+  for (auto& t : suite->tasks) {
+    if (t.id == c.task) return t;
+  }
+  return NotFound("no task " + c.task + " in " + c.suite);
+}
+
+EvalOptions TestOptions() {
+  EvalOptions options;
+  options.candidate_timeout = std::chrono::seconds(20);  // the endless loop ends here
+  options.memory_limit_bytes = 4ull << 30;
+  return options;
+}
+
+class FixtureTest : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(FixtureTest, VerdictIsTheExpectedOne) {
+  const FixtureCase& c = GetParam();
+  const Availability& a = AvailabilityOf(c.target);
+  if (!a.usable()) {
+    std::string missing;
+    for (const auto& m : a.missing) missing += "\n  " + m;
+    GTEST_SKIP() << c.target << " is not usable here:" << missing;
+  }
+  auto task = TaskOf(c);
+  ASSERT_TRUE(task) << task.error().message;
+  auto backend = NewBackend(*Target::Parse(c.target));
+  CompileService compiler;
+  Evaluator evaluator(compiler, TestOptions());
+  Verdict v = evaluator.Evaluate(*task, *backend, testing::SourceTree() / c.candidate);
+  EXPECT_EQ(EvalStatusName(v.status), c.expect)
+      << c.why << "\n" << v.ToText();
+  if (c.expect == "correct") {
+    EXPECT_EQ(v.trials.size(), 5u);
+    bool second_distribution = false;
+    for (const auto& t : v.trials) second_distribution |= t.distribution != "task";
+    EXPECT_TRUE(second_distribution) << "EVAL-PROTOCOL: one trial uses another distribution";
+  }
+  EXPECT_FALSE(v.message.empty());
+}
+
+std::vector<FixtureCase> SelectedCases() {
+  const char* where = std::getenv("KFORGE_FIXTURE_WHERE");
+  return testing::LoadFixtureCases({where != nullptr ? where : KFORGE_FIXTURE_DEFAULT_WHERE});
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(SelectedCases()),
+                         [](const auto& info) { return info.param.name; });
+
+// Compile-only cases: the compiler really runs; errors come back trimmed, first error first.
+class CompileFixtureTest : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(CompileFixtureTest, CompilesOrReportsTheFirstError) {
+  const FixtureCase& c = GetParam();
+  auto backend = NewBackend(*Target::Parse(c.target));
+  const Availability& a = AvailabilityOf(c.target);
+  if (!a.toolchain) GTEST_SKIP() << c.target << ": no compiler here";
+  CompileServiceOptions options;
+  options.cache_dir = fs::temp_directory_path() / "kforge-test-compile-cache";
+  CompileService compiler(options);
+  auto outcome = compiler.Compile(*backend, testing::SourceTree() / c.candidate);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  if (c.expect == "correct") {
+    EXPECT_TRUE(outcome->ok) << outcome->full_log;
+    return;
+  }
+  ASSERT_FALSE(outcome->ok);
+  EXPECT_NE(outcome->diagnostics.find("error"), std::string::npos) << outcome->diagnostics;
+  if (!c.first_error.empty()) {
+    EXPECT_NE(outcome->diagnostics.find(c.first_error), std::string::npos)
+        << "trimmed diagnostics lost the first error:\n" << outcome->diagnostics;
+  }
+  auto lines = std::count(outcome->diagnostics.begin(), outcome->diagnostics.end(), '\n');
+  EXPECT_LE(lines, 42) << outcome->diagnostics;
+  EXPECT_EQ(outcome->diagnostics.find("/kforge-build/"), std::string::npos)
+      << "paths are shortened: " << outcome->diagnostics;
+  // A second compile of the same source is a cache hit with the same answer.
+  auto again = compiler.Compile(*backend, testing::SourceTree() / c.candidate);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(again->cache_hit);
+  EXPECT_EQ(again->diagnostics, outcome->diagnostics);
+}
+
+#ifdef KFORGE_FIXTURE_COMPILE_CASES
+INSTANTIATE_TEST_SUITE_P(Fixtures, CompileFixtureTest,
+                         ::testing::ValuesIn(testing::LoadFixtureCases({"compile"})),
+                         [](const auto& info) { return info.param.name; });
+#else
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CompileFixtureTest);
+#endif
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,131 @@
+#include "kforge/task/task.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TaskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kforge-task-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  fs::path dir_;
+};
+
+constexpr const char* kProblem = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+N = 64
+
+def get_inputs():
+    return [torch.rand(N)]
+
+def get_init_inputs():
+    return []
+)";
+
+TEST_F(TaskTest, LoadsAProblemFile) {
+  auto task = LoadTask(Write("double_it.py", kProblem).string());
+  ASSERT_TRUE(task) << task.error().message;
+  EXPECT_EQ(task->name, "double_it");
+  EXPECT_EQ(task->policy, PrecisionPolicy::kStrict);
+}
+
+TEST_F(TaskTest, LoadsAKernelBenchEntry) {
+  if (!fs::exists(KernelBenchDir() / "level2.jsonl")) GTEST_SKIP() << "no KernelBench data";
+  auto task = LoadTask("kernelbench:level2#9");
+  ASSERT_TRUE(task) << task.error().message;
+  EXPECT_EQ(task->problem_id, 9);
+  EXPECT_EQ(task->level, 2);
+  EXPECT_EQ(task->origin, "level2.jsonl#9");
+  auto same = LoadTask((KernelBenchDir() / "level2.jsonl").string() + "#9");
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->source, task->source);
+}
+
+TEST_F(TaskTest, MalformedTasksGetClearErrors) {
+  auto missing = LoadTask(Write("no_inputs.py", "class Model:\n    pass\n").string());
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("get_inputs()"), std::string::npos);
+  EXPECT_NE(missing.error().message.find("no_inputs.py"), std::string::npos);
+
+  auto bad_json = Write("bad.jsonl", "{not json}\n");
+  auto e1 = LoadTask(bad_json.string() + "#1");
+  ASSERT_FALSE(e1);
+  EXPECT_NE(e1.error().message.find("bad.jsonl:1"), std::string::npos) << e1.error().message;
+
+  auto no_entry = Write("one.jsonl", R"({"problem_id": 1, "name": "x", "code": "class Model(x):\n"})" "\n");
+  auto e2 = LoadTask(no_entry.string() + "#7");
+  ASSERT_FALSE(e2);
+  EXPECT_NE(e2.error().message.find("no entry with problem_id 7"), std::string::npos);
+
+  for (const char* spec : {"x.jsonl#abc", "kernelbench:level1", "task.txt", ""}) {
+    auto e = LoadTask(spec);
+    ASSERT_FALSE(e) << spec;
+    EXPECT_FALSE(e.error().message.empty());
+  }
+}
+
+TEST_F(TaskTest, SuiteManifestWithOverridesAndPolicy) {
+  Write("p.py", kProblem);
+  auto manifest = Write("suite.toml", R"(
+name = "tiny"
+[[task]]
+id = "dbl"
+source = "p.py"
+overrides = { N = 16, shape = [4, 4], scale = 0.5 }
+policy = "tf32"
+)");
+  auto suite = LoadSuite(manifest);
+  ASSERT_TRUE(suite) << suite.error().message;
+  ASSERT_EQ(suite->tasks.size(), 1u);
+  const Task& t = suite->tasks[0];
+  EXPECT_EQ(t.id, "dbl");
+  EXPECT_EQ(t.policy, PrecisionPolicy::kTf32);
+  ASSERT_EQ(t.overrides.size(), 3u);
+  std::map<std::string, std::string> by_name;
+  for (const auto& o : t.overrides) by_name[o.name] = o.value_json;
+  EXPECT_EQ(by_name["N"], "16");
+  EXPECT_EQ(by_name["shape"], "[4,4]");
+  EXPECT_EQ(by_name["scale"], "0.5");
+}
+
+TEST_F(TaskTest, BadManifestNamesFileAndLine) {
+  auto manifest = Write("broken.toml", "name = \"x\"\n[[task]\nsource = 1\n");
+  auto suite = LoadSuite(manifest);
+  ASSERT_FALSE(suite);
+  EXPECT_NE(suite.error().message.find("broken.toml:2"), std::string::npos)
+      << suite.error().message;
+  auto no_source = Write("nosrc.toml", "[[task]]\nid = \"a\"\n");
+  auto e = LoadSuite(no_source);
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message.find("missing 'source'"), std::string::npos);
+}
+
+TEST_F(TaskTest, PolicyTolerances) {
+  EXPECT_EQ(ToleranceOf(PrecisionPolicy::kStrict).atol, 1e-4);
+  EXPECT_EQ(ToleranceOf(PrecisionPolicy::kTf32).rtol, 1e-3);
+  EXPECT_EQ(ToleranceOf(PrecisionPolicy::kMixed).atol, 1e-2);
+  EXPECT_FALSE(ParsePrecisionPolicy("fp8"));
+}
+
+}  // namespace
+}  // namespace kforge

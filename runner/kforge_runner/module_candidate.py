@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Tuple
 import torch
 
 from kforge_runner import input_guard, poison, source_loader, task_loader, tensor_files
+from kforge_runner.errors import CompileError
 from kforge_runner.protocol import OutputSpec
 
 CANDIDATE_MODULE_NAME = "kforge_candidate"
@@ -59,7 +60,7 @@ class ModuleCandidate:
                  device: torch.device, state: Dict[str, torch.Tensor]):
         module = source_loader.load_module(source_file, CANDIDATE_MODULE_NAME)
         if not hasattr(module, "ModelNew"):
-            raise AttributeError(f"{source_file} does not define class ModelNew")
+            raise CompileError(f"{source_file} does not define class ModelNew")
         self._device = device
         self.model, _ = task_loader.construct(module.ModelNew, task, init_seed, device)
         state_loaded = _shapes_match(self.model, state)

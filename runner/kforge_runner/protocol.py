@@ -19,6 +19,8 @@ _os_close = os.close
 DISTRIBUTIONS = ("task", "normal", "uniform")
 CANDIDATE_KINDS = ("native", "opencl", "module")
 CANDIDATE_BACKENDS = ("cpp", "cuda", "hip", "sycl", "opencl", "triton", "cute", "kernelbench")
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8",
+               "bool")
 
 
 class JobError(Exception):
@@ -192,8 +194,10 @@ def _parse_candidate(job: Dict[str, Any]) -> CandidateJob:
             shape = _field(out, "shape", list, f"{where}.outputs[{j}]")
             if not all(isinstance(d, int) and d >= 0 for d in shape):
                 raise JobError(f"{where}.outputs[{j}].shape: expected non-negative integers")
-            outputs.append(OutputSpec(dtype=_field(out, "dtype", str, f"{where}.outputs[{j}]"),
-                                      shape=list(shape)))
+            dtype = _field(out, "dtype", str, f"{where}.outputs[{j}]")
+            if dtype not in DTYPE_NAMES:
+                raise JobError(f"{where}.outputs[{j}].dtype: {dtype!r} is not one of {DTYPE_NAMES}")
+            outputs.append(OutputSpec(dtype=dtype, shape=list(shape)))
         trials.append(CandidateTrial(index=_field(trial, "index", int, where), outputs=outputs))
     inputs_dir, outputs_dir = _abs_dir(job, "inputs_dir"), _abs_dir(job, "outputs_dir")
     if _is_within(outputs_dir, inputs_dir):

@@ -72,6 +72,12 @@ def test_syntax_error_is_compile_error(tmp_path, relu_reference):
     assert "SyntaxError" in run.result["diagnostics"]
 
 
+def test_missing_model_new_is_compile_error(tmp_path, relu_reference):
+    run = _module(tmp_path, relu_reference, RELU_MODEL_NEW.replace("ModelNew", "ModelOld"))
+    assert run.result["status"] == "compile_error"
+    assert "does not define class ModelNew" in run.result["diagnostics"]
+
+
 def test_exception_in_forward_is_runtime_error_with_candidate_frames_first(tmp_path, relu_reference):
     run = _module(tmp_path, relu_reference, RELU_MODEL_NEW.replace(
         "return torch.clamp_min(x, 0.0)", "return helper(x)") + "\n\ndef helper(x):\n"

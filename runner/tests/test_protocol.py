@@ -39,6 +39,10 @@ def test_reference_outputs_inside_inputs_dir_are_refused(tmp_path):
     assert not os.path.exists(job["inputs_dir"])
 
 
+def test_protocol_dtype_names_match_tensor_files():
+    assert set(protocol.DTYPE_NAMES) == set(tensor_files.TORCH_DTYPES)
+
+
 @pytest.mark.parametrize("dtype", list(tensor_files.TORCH_DTYPES.values()))
 @pytest.mark.parametrize("shape", [(), (3,), (2, 0, 4), (2, 3, 5)])
 def test_tensor_files_round_trip_exactly(tmp_path, dtype, shape):

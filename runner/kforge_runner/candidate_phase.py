@@ -71,7 +71,7 @@ def _load(job: CandidateJob, state: Dict[str, torch.Tensor], device: torch.devic
 
 
 def _write_outputs(directory: str, outputs: List[Any]) -> List[Dict[str, Any]]:
-    """Writes the tensor outputs that have a protocol dtype; others are already listed as problems."""
+    """Writes the outputs that are tensors of a protocol dtype; others are listed as problems."""
     os.makedirs(directory, exist_ok=True)
     entries = []
     for i, out in enumerate(outputs):
@@ -97,14 +97,17 @@ def run(job: CandidateJob) -> Dict[str, Any]:
         result.update(candidate.result_fields)
         for trial in job.trials:
             trial_dir = os.path.join(job.inputs_dir, f"trial_{trial.index}")
-            inputs = [tensor_files.read_value(trial_dir, e) for e in tensor_files.read_manifest(trial_dir)]
+            inputs = [tensor_files.read_value(trial_dir, e)
+                      for e in tensor_files.read_manifest(trial_dir)]
             trial_started = time.monotonic()
             outputs, unchanged, problems = _call_candidate(
-                LoadStage.RUN, own_files, f"trial {trial.index}", candidate.run, inputs, trial.outputs)
+                LoadStage.RUN, own_files, f"trial {trial.index}", candidate.run, inputs,
+                trial.outputs)
             seconds = time.monotonic() - trial_started
             result["trials"].append({
                 "index": trial.index,
-                "outputs": _write_outputs(os.path.join(job.outputs_dir, f"trial_{trial.index}"), outputs),
+                "outputs": _write_outputs(
+                    os.path.join(job.outputs_dir, f"trial_{trial.index}"), outputs),
                 "inputs_unchanged": unchanged, "problems": problems, "seconds": seconds})
     except _Failure as failure:
         result["status"], result["diagnostics"] = failure.status, failure.diagnostics

@@ -36,7 +36,7 @@ def _mean_passes(t: torch.Tensor, tolerance: Tolerance) -> bool:
 
 
 class DegenerateCheck:
-    """Accumulates output statistics trial by trial; ``flags()`` gives the protocol's degenerate object.
+    """Accumulates output statistics trial by trial; ``flags()`` gives the ``degenerate`` object.
 
     ``nondeterministic`` is set by the caller from a second run of the reference on trial 0's inputs
     (``record_rerun``).

@@ -26,7 +26,7 @@ def device_name(device: torch.device) -> str:
 
 
 def describe(device: torch.device) -> Dict[str, Any]:
-    """``{"python", "torch", "numpy", "device_name", "triton"}``; triton is null when not installed."""
+    """``{"python", "torch", "numpy", "device_name", "triton"}``; triton None if not installed."""
     return {"python": platform.python_version(),
             "torch": torch.__version__,
             "numpy": np.__version__,

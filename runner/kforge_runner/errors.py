@@ -1,10 +1,11 @@
 """Maps exceptions to protocol statuses and renders them as short diagnostics for an LLM.
 
 Status rules (runner/PROTOCOL.md): out-of-memory errors -> ``out_of_memory``; permission,
-read-only-filesystem and network errors (including a socket timing out) -> ``sandbox_violation``; EAGAIN from fork/thread creation
-and similar process limits -> ``resource_limit``; build/load failures of the candidate ->
-``compile_error``; anything else -> ``runtime_error``. The exception, its ``__cause__`` and its
-``__context__`` are all inspected, outermost first, so wrapping an error does not hide it.
+read-only-filesystem and network errors (including a socket timing out) -> ``sandbox_violation``;
+EAGAIN from fork/thread creation and similar process limits -> ``resource_limit``; build/load
+failures of the candidate -> ``compile_error``; anything else -> ``runtime_error``. The exception,
+its ``__cause__`` and its unsuppressed ``__context__`` are inspected, outermost first, so wrapping
+an error does not hide it.
 """
 
 import errno
@@ -36,7 +37,7 @@ _OOM_MESSAGES = ("CUDA out of memory", "HIP out of memory", "out of memory")
 
 
 class CompileError(Exception):
-    """The candidate could not be built or loaded; the message carries the build log or loader error."""
+    """The candidate could not be built or loaded; the message has the build log or the error."""
 
 
 class LoadStage:
@@ -85,7 +86,8 @@ def _classify_one(exc: BaseException, stage: str) -> Optional[str]:
         return STATUS_OUT_OF_MEMORY
     if isinstance(exc, (PermissionError, socket.gaierror)):
         return STATUS_SANDBOX_VIOLATION
-    if isinstance(exc, socket.timeout) and str(exc) == "timed out":  # a connect into a dropping firewall
+    # A connect into a firewall that drops packets times out.
+    if isinstance(exc, socket.timeout) and str(exc) == "timed out":
         return STATUS_SANDBOX_VIOLATION
     if isinstance(exc, OSError) and exc.errno is not None:
         if exc.errno in _SANDBOX_ERRNOS:
@@ -124,7 +126,9 @@ def _trim_text(text: str, max_lines: int, max_bytes: int) -> str:
 
 def _type_name(exc: BaseException) -> str:
     cls = type(exc)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _headline(exc: BaseException) -> str:

@@ -29,8 +29,9 @@ def _as_output_list(value: Any) -> List[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
-def check_outputs(outputs: List[Any], expected: List[OutputSpec], device: torch.device) -> List[str]:
-    """Problems with the candidate's outputs against the reference's count, dtype, shape and device."""
+def check_outputs(outputs: List[Any], expected: List[OutputSpec],
+                  device: torch.device) -> List[str]:
+    """Problems of the outputs: count, dtype, shape and device against the reference's."""
     problems = []
     if len(outputs) != len(expected):
         problems.append(f"{len(outputs)} outputs, expected {len(expected)}")
@@ -68,11 +69,13 @@ class ModuleCandidate:
             self.model.load_state_dict({k: v.to(device) for k, v in state.items()})
         self.result_fields = {"state_loaded": state_loaded}
 
-    def run(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[List[Any], bool, List[str]]:
+    def run(self, inputs: List[Any],
+            expected: List[OutputSpec]) -> Tuple[List[Any], bool, List[str]]:
         """Calls ``ModelNew`` once; returns (outputs, inputs_unchanged, problems)."""
         originals = [v.to(self._device) if isinstance(v, torch.Tensor) else v for v in inputs]
         handed = input_guard.clones(originals)
-        working_set = sum(v.numel() * v.element_size() for v in originals if isinstance(v, torch.Tensor))
+        working_set = sum(v.numel() * v.element_size()
+                          for v in originals if isinstance(v, torch.Tensor))
         working_set += sum(torch.empty((), dtype=tensor_files.torch_dtype(s.dtype)).element_size()
                            * math.prod(s.shape) for s in expected)
         poison.poison_freed_cuda_memory(self._device, working_set)

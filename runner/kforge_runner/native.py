@@ -1,4 +1,4 @@
-"""Native candidates: a shared object exporting ``kforge_forward`` (abi/kforge_kernel.h), via ctypes.
+"""Native candidates: a shared object exporting ``kforge_forward`` (abi/kforge_kernel.h).
 
 Inputs are the task inputs then the reference state tensors, as ``kforge_tensor`` descriptors of
 contiguous tensors; scalars are 0-d float64 host tensors. Outputs are runner-allocated, poisoned
@@ -79,16 +79,21 @@ class NativeCandidate:
 
     def run(self, inputs: List[Any],
             expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool, List[str]]:
-        """Calls the kernel once; returns (outputs, inputs_unchanged, problems). Non-zero status raises.
+        """Calls the kernel once; returns (outputs, inputs_unchanged, problems).
+
+        A non-zero return code raises NativeCallError.
 
         Outputs are runner-allocated with the expected shapes and dtypes, so there are no problems.
         """
         originals = [self._to_abi(v) for v in inputs] + self._state
         handed = input_guard.clones(originals)
-        outputs = [poison.filled_tensor(spec.shape, tensor_files.torch_dtype(spec.dtype), self._device)
+        outputs = [poison.filled_tensor(spec.shape, tensor_files.torch_dtype(spec.dtype),
+                                        self._device)
                    for spec in expected]
         in_array, out_array = _descriptor_array(handed), _descriptor_array(outputs)
-        stream = torch.cuda.current_stream(self._device).cuda_stream if self._device.type == "cuda" else None
+        stream = None
+        if self._device.type == "cuda":
+            stream = torch.cuda.current_stream(self._device).cuda_stream
         status = self._forward(in_array, len(handed), out_array, len(outputs), stream)
         if self._device.type == "cuda":
             torch.cuda.synchronize(self._device)

@@ -67,7 +67,8 @@ def find_device(platform_substring: str) -> "cl.Device":
             if devices:
                 return devices[0]
     names = ", ".join(repr(p.name) for p in platforms) or "none"
-    raise RuntimeError(f"no OpenCL platform with devices matches {platform_substring!r} (found: {names})")
+    raise RuntimeError(
+        f"no OpenCL platform with devices matches {platform_substring!r} (found: {names})")
 
 
 def _build(context: "cl.Context", device: "cl.Device", source: str) -> "cl.Program":
@@ -135,8 +136,8 @@ class OpenCLCandidate:
             expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool, List[str]]:
         """Launches once on buffers of ``inputs`` then the state tensors.
 
-        Returns (outputs, inputs_unchanged, problems); outputs are runner-allocated with the expected
-        shapes and dtypes, so there are no problems.
+        Returns (outputs, inputs_unchanged, problems); outputs are runner-allocated with the
+        expected shapes and dtypes, so there are no problems.
         """
         originals = [_host_array(v) for v in inputs] + self._state
         in_buffers = [self._upload(a) for a in originals]

@@ -1,4 +1,4 @@
-"""Poisoned memory: output buffers and freed device memory hold NaN (floats) or 0x5A bytes (integers).
+"""Poisoned memory: output buffers and freed device memory hold NaN (floats) or 0x5A bytes (ints).
 
 A kernel that leaves an output element unwritten, or returns memory it never wrote, then produces
 values that can never pass the comparison.
@@ -14,7 +14,7 @@ _FREED_MEMORY_MIN_BYTES = 256 << 20
 
 
 def filled_tensor(shape: List[int], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """A contiguous tensor of ``shape``/``dtype`` on ``device``: NaN for floats, 0x5A bytes otherwise."""
+    """A contiguous ``shape``/``dtype`` tensor on ``device``: NaN for floats, else 0x5A bytes."""
     if dtype.is_floating_point:
         return torch.full(shape, float("nan"), dtype=dtype, device=device)
     itemsize = torch.empty((), dtype=dtype).element_size()
@@ -23,7 +23,7 @@ def filled_tensor(shape: List[int], dtype: torch.dtype, device: torch.device) ->
 
 
 class _DeviceMemory:
-    """A raw device range exposed through ``__cuda_array_interface__`` (no allocation, no ownership)."""
+    """A raw device range behind ``__cuda_array_interface__`` (no allocation, no ownership)."""
 
     def __init__(self, address: int, nbytes: int):
         self.__cuda_array_interface__ = {"shape": (nbytes // 4,), "typestr": "<f4",
@@ -35,8 +35,9 @@ def poison_freed_cuda_memory(device: torch.device, working_set_bytes: int) -> No
 
     First grows the cache by one block (at least 256 MiB or four times the working set, at most half
     of the free device memory) so that the candidate's allocations are served from cached, poisoned
-    memory; then walks ``torch.cuda.memory_snapshot()`` and fills each inactive block in place, which
-    covers the small-block pool and blocks freed by earlier trials. Does nothing for non-cuda devices.
+    memory; then walks ``torch.cuda.memory_snapshot()`` and fills each inactive block in place,
+    which covers the small-block pool and blocks freed by earlier trials. Does nothing for non-cuda
+    devices.
     """
     if device.type != "cuda":
         return

@@ -31,7 +31,7 @@ def exit_if_forked() -> None:
 
 @contextlib.contextmanager
 def candidate_code():
-    """Wraps a call into candidate code: on every way out (return or exception), forked children exit."""
+    """Wraps a call into candidate code: on every way out of it, forked children exit."""
     try:
         yield
     finally:

@@ -1,4 +1,4 @@
-"""Runner protocol version 1 (runner/PROTOCOL.md): jobs parsed into typed values, results written once.
+"""Runner protocol version 1 (runner/PROTOCOL.md): jobs parsed into typed values, one result.
 
 Parsing happens here and nowhere else; the phases see only the dataclasses below. A malformed job
 raises ``JobError``, which the entry point reports as ``infra_error``.
@@ -19,8 +19,8 @@ _os_close = os.close
 DISTRIBUTIONS = ("task", "normal", "uniform")
 CANDIDATE_KINDS = ("native", "opencl", "module")
 CANDIDATE_BACKENDS = ("cpp", "cuda", "hip", "sycl", "opencl", "triton", "cute", "kernelbench")
-DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8",
-               "bool")
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8",
+               "uint8", "bool")
 
 
 class JobError(Exception):
@@ -33,7 +33,7 @@ class UnsupportedProtocol(JobError):
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
-    """The task: its Python source file and the module-level globals to override after executing it."""
+    """The task: its Python source file and the module-level globals to override after exec."""
 
     name: str
     source_file: str
@@ -145,7 +145,8 @@ def _parse_reference(job: Dict[str, Any]) -> ReferenceJob:
         distribution = _field(trial, "distribution", str, where)
         if distribution not in DISTRIBUTIONS:
             raise JobError(f"{where}.distribution: {distribution!r} is not one of {DISTRIBUTIONS}")
-        trials.append(ReferenceTrial(seed=_field(trial, "seed", int, where), distribution=distribution))
+        trials.append(ReferenceTrial(seed=_field(trial, "seed", int, where),
+                                     distribution=distribution))
     if not trials:
         raise JobError("job.trials: at least one trial is required")
     tolerance = _field(job, "tolerance", dict, "job")
@@ -175,7 +176,8 @@ def _parse_candidate_spec(job: Dict[str, Any]) -> CandidateSpec:
     candidate = CandidateSpec(kind=kind, backend=backend,
                               artifact=_optional_str(spec, "artifact", "job.candidate"),
                               source_file=_optional_str(spec, "source_file", "job.candidate"),
-                              opencl_platform=_optional_str(spec, "opencl_platform", "job.candidate"))
+                              opencl_platform=_optional_str(spec, "opencl_platform",
+                                                            "job.candidate"))
     if kind == "native" and candidate.artifact is None:
         raise JobError("job.candidate.artifact: required for kind 'native'")
     if kind in ("opencl", "module") and candidate.source_file is None:
@@ -227,7 +229,7 @@ def parse_job(document: Any):
 
 
 def read_job(path: str):
-    """Reads and parses the job file at ``path``; raises JobError if it is unreadable or malformed."""
+    """Reads and parses the job file at ``path``; raises JobError if unreadable or malformed."""
     try:
         with open(path, encoding="utf-8") as f:
             document = json.load(f)

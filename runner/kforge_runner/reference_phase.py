@@ -1,8 +1,9 @@
 """Phase ``reference``: runs the task's ``Model`` on fresh seeded inputs and stores everything.
 
-Writes ``inputs_dir/trial_K/`` (inputs + manifest), ``inputs_dir/state/`` and ``inputs_dir/init.json``
-for the candidate phase, and ``outputs_dir/trial_K/`` (outputs + manifest), which the candidate phase
-never sees. Inputs are written exactly as drawn: the model only ever receives clones of them.
+Writes ``inputs_dir/trial_K/`` (inputs + manifest), ``inputs_dir/state/`` and
+``inputs_dir/init.json`` for the candidate phase, and ``outputs_dir/trial_K/`` (outputs +
+manifest), which the candidate phase never sees. Inputs are written exactly as drawn: the model
+only ever receives clones of them.
 """
 
 import json
@@ -19,7 +20,7 @@ from kforge_runner.protocol import ReferenceJob, ReferenceTrial
 
 
 class BadReference(Exception):
-    """The reference itself misbehaved (bad output type, unsupported dtype); reported as reference_error."""
+    """The reference misbehaved (bad output type, init input JSON cannot hold): reference_error."""
 
 
 def _redraw(inputs: List[Any], distribution: str, seed: int) -> List[Any]:
@@ -54,8 +55,9 @@ def _as_output_list(value: Any) -> List[torch.Tensor]:
     return outputs
 
 
-def _run_model(model: torch.nn.Module, inputs: List[Any], device: torch.device) -> List[torch.Tensor]:
-    """Runs the model under no_grad on device clones of ``inputs``; returns CPU copies of the outputs."""
+def _run_model(model: torch.nn.Module, inputs: List[Any],
+               device: torch.device) -> List[torch.Tensor]:
+    """Runs the model under no_grad on device clones of ``inputs``; returns CPU output copies."""
     args = [v.to(device).clone() if isinstance(v, torch.Tensor) else v for v in inputs]
     with torch.no_grad():
         outputs = _as_output_list(model(*args))
@@ -88,7 +90,8 @@ def _draw_trial(task, model, trial: ReferenceTrial, device: torch.device):
 
 def _write_all(directory: str, prefix: str, values: List[Any]) -> List[Dict[str, Any]]:
     os.makedirs(directory, exist_ok=True)
-    entries = [tensor_files.write_tensor(directory, f"{prefix}_{i}", v) for i, v in enumerate(values)]
+    entries = [tensor_files.write_tensor(directory, f"{prefix}_{i}", v)
+               for i, v in enumerate(values)]
     tensor_files.write_manifest(directory, entries)
     return entries
 

@@ -43,7 +43,8 @@ def load_task(spec: TaskSpec) -> Task:
             raise TaskError(f"task {spec.name}: {spec.source_file} does not define {name}")
     for name, value in spec.overrides.items():
         if not hasattr(module, name):
-            raise TaskError(f"task {spec.name}: override {name!r} names no global of the task source")
+            raise TaskError(
+                f"task {spec.name}: override {name!r} names no global of the task source")
         # JSON has no tuples: a list replacing a tuple global (e.g. input_shape) becomes a tuple.
         if isinstance(value, list) and isinstance(getattr(module, name), tuple):
             value = tuple(value)

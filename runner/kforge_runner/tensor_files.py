@@ -57,7 +57,7 @@ def to_host_array(tensor: torch.Tensor) -> np.ndarray:
 
 
 def from_host_array(array: np.ndarray, name: str) -> torch.Tensor:
-    """Inverse of ``to_host_array``: a CPU tensor of protocol dtype ``name`` owning a copy of ``array``."""
+    """Inverse of ``to_host_array``: a CPU tensor of protocol dtype ``name`` copied from it."""
     t = torch.from_numpy(np.array(array, dtype=NUMPY_DTYPES[name], copy=True))
     return t.view(torch.bfloat16) if name == "bfloat16" else t
 
@@ -81,7 +81,7 @@ def write_tensor(directory: str, name: str, value: Value) -> Dict[str, Any]:
 
 
 def read_tensor(directory: str, entry: Dict[str, Any]) -> torch.Tensor:
-    """Reads the tensor an entry describes as a CPU tensor; raises ValueError if the file size is wrong."""
+    """Reads the entry's tensor as a CPU tensor; raises ValueError if the file size is wrong."""
     name = entry["dtype"]
     shape = tuple(entry["shape"])
     path = os.path.join(directory, entry["file"])

@@ -1,4 +1,4 @@
-"""Shared helpers: KernelBench task files, job documents, and running the runner as a real child process.
+"""Shared helpers: KernelBench task files, job documents, running the runner as a real child.
 
 Every test starts ``python3 -m kforge_runner`` the way the orchestrator does: a pipe's write end is
 passed with ``pass_fds`` and its number given as ``--result-fd``.
@@ -60,7 +60,8 @@ def run_runner(job: dict, workdir, env_extra=None, **popen_kwargs) -> RunnerRun:
     env.update(env_extra or {})
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kforge_runner", "--job", job_path, "--result-fd", str(write_fd)],
+            [sys.executable, "-m", "kforge_runner", "--job", job_path,
+             "--result-fd", str(write_fd)],
             pass_fds=(write_fd,), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             **popen_kwargs)
     finally:
@@ -76,7 +77,8 @@ def run_runner(job: dict, workdir, env_extra=None, **popen_kwargs) -> RunnerRun:
 
 def reference_job(task_file: str, workdir, overrides=None, trials=None, device="cpu",
                   tolerance=1e-4) -> dict:
-    trials = trials or [{"seed": 987, "distribution": "task"}, {"seed": 654, "distribution": "normal"}]
+    trials = trials or [{"seed": 987, "distribution": "task"},
+                        {"seed": 654, "distribution": "normal"}]
     return {
         "protocol": 1, "phase": "reference",
         "task": {"name": os.path.basename(task_file), "source_file": task_file,

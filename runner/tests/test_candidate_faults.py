@@ -1,4 +1,4 @@
-"""Faults raised by candidate code: status classification, and forked children kept out of the result.
+"""Faults raised by candidate code: status classification; forked children kept from the result.
 
 The PermissionError and fork-EAGAIN cases need an unprivileged process (root may write / and
 ignores RLIMIT_NPROC): when the tests run as root, the runner is started as uid/gid 65534 on a
@@ -74,7 +74,7 @@ def test_forked_child_never_writes_a_result(tmp_path, relu_reference):
 
 @pytest.fixture(scope="module")
 def shared_reference():
-    """A ReLU reference in a world-readable directory, and Popen arguments for an unprivileged runner."""
+    """A ReLU reference in a world-readable directory; Popen arguments for an unprivileged run."""
     workdir = tempfile.mkdtemp(prefix="kforge-runner-test-")
     os.chmod(workdir, 0o755)
     task = write_file(os.path.join(workdir, "19_ReLU.py"), kernelbench_source(1, 19))

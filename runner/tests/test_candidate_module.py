@@ -6,8 +6,8 @@ import subprocess
 import pytest
 import torch
 
-from conftest import (ABI_DIR, candidate_job, kernelbench_source, read_output, reference_job, run_runner,
-                      write_file)
+from conftest import (ABI_DIR, candidate_job, kernelbench_source, read_output, reference_job,
+                      run_runner, write_file)
 
 RELU_MODEL_NEW = """\
 import torch
@@ -78,7 +78,8 @@ def test_missing_model_new_is_compile_error(tmp_path, relu_reference):
     assert "does not define class ModelNew" in run.result["diagnostics"]
 
 
-def test_exception_in_forward_is_runtime_error_with_candidate_frames_first(tmp_path, relu_reference):
+def test_exception_in_forward_is_runtime_error_with_candidate_frames_first(tmp_path,
+                                                                          relu_reference):
     run = _module(tmp_path, relu_reference, RELU_MODEL_NEW.replace(
         "return torch.clamp_min(x, 0.0)", "return helper(x)") + "\n\ndef helper(x):\n"
         "    raise ValueError('bad block size 17')\n")

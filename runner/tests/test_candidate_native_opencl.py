@@ -1,4 +1,4 @@
-"""Candidate phase for native cpp (a real g++-built shared object) and OpenCL (on PoCL) candidates."""
+"""Candidate phase for native cpp (a g++-built shared object) and OpenCL (PoCL) candidates."""
 
 import os
 import shutil
@@ -26,8 +26,9 @@ extern "C" int kforge_forward(const kforge_tensor* in, int n_in, kforge_tensor* 
 """
 
 # Writes ReLU into the output and zeroes its input: the runner must notice the mutation.
-MUTATING_CPP = RELU_CPP.replace("y[i] = x[i] > 0.f ? x[i] : 0.f;",
-                                "{ y[i] = x[i] > 0.f ? x[i] : 0.f; ((float*)in[0].data)[i] = 0.f; }")
+MUTATING_CPP = RELU_CPP.replace(
+    "y[i] = x[i] > 0.f ? x[i] : 0.f;",
+    "{ y[i] = x[i] > 0.f ? x[i] : 0.f; ((float*)in[0].data)[i] = 0.f; }")
 
 # Leaves the second half of the output unwritten: it must stay NaN.
 HALF_CPP = RELU_CPP.replace("i < n;", "i < n / 2;")

@@ -1,4 +1,4 @@
-"""Protocol edges: version and job errors, tensor file round trips, the result channel, error chains."""
+"""Protocol edges: version and job errors, tensor file round trips, result channel, error chains."""
 
 import errno
 import json
@@ -56,7 +56,8 @@ def test_tensor_files_round_trip_exactly(tmp_path, dtype, shape):
 
 
 def test_bfloat16_file_holds_raw_bits_little_endian(tmp_path):
-    entry = tensor_files.write_tensor(str(tmp_path), "b", torch.tensor([1.0, -2.0], dtype=torch.bfloat16))
+    value = torch.tensor([1.0, -2.0], dtype=torch.bfloat16)
+    entry = tensor_files.write_tensor(str(tmp_path), "b", value)
     assert (tmp_path / "b.bin").read_bytes() == bytes([0x80, 0x3F, 0x00, 0xC0])
     assert entry["dtype"] == "bfloat16"
 
@@ -87,7 +88,8 @@ def test_classification_follows_causes_and_errnos():
     except RuntimeError as e:
         assert errors.classify(e) == "sandbox_violation"
     assert errors.classify(BlockingIOError(errno.EAGAIN, "fork")) == "resource_limit"
-    assert errors.classify(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")) == "out_of_memory"
+    cuda_oom = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert errors.classify(cuda_oom) == "out_of_memory"
     assert errors.classify(SyntaxError("x"), errors.LoadStage.LOAD) == "compile_error"
     assert errors.classify(SyntaxError("x"), errors.LoadStage.RUN) == "runtime_error"
     assert errors.classify(ValueError("x")) == "runtime_error"

@@ -50,7 +50,8 @@ def test_same_seed_gives_same_inputs(relu_reference, tmp_path):
     run = run_runner(again, tmp_path)
     assert run.result["status"] == "ok"
     for k in range(3):
-        a = read_output(os.path.join(job["inputs_dir"], f"trial_{k}"), result["trials"][k]["inputs"][0])
+        a = read_output(os.path.join(job["inputs_dir"], f"trial_{k}"),
+                        result["trials"][k]["inputs"][0])
         b = read_output(str(tmp_path / "in" / f"trial_{k}"), run.result["trials"][k]["inputs"][0])
         assert torch.equal(a, b)
 
@@ -86,7 +87,8 @@ def test_non_finite_redraw_falls_back_to_task_distribution(tmp_path):
 def test_all_zero_task_is_flagged(tmp_path):
     # level 2 #83: min(x, 0) then clamp(0, 1) is identically zero (dropout is off in eval mode).
     task = write_file(tmp_path / "83.py", kernelbench_source(2, 83))
-    job = reference_job(task, tmp_path, overrides={"batch_size": 2, "depth": 4, "height": 6, "width": 6})
+    job = reference_job(task, tmp_path,
+                        overrides={"batch_size": 2, "depth": 4, "height": 6, "width": 6})
     run = run_runner(job, tmp_path)
     assert run.result["status"] == "ok", run.result
     assert run.result["degenerate"] == {"all_zero": True, "constant": True, "constant_passes": True,

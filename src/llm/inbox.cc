@@ -213,6 +213,10 @@ class InboxProvider : public Provider {
 }  // namespace
 
 Result<std::unique_ptr<Provider>> NewInboxProvider(InboxOptions options) {
+  // Messages name absolute paths: the person reading them may be in another directory.
+  std::error_code ec;
+  options.dir = fs::absolute(options.dir, ec);
+  if (ec) return IoError(fmt::format("inbox directory {}: {}", options.dir.string(), ec.message()));
   auto provider = std::make_unique<InboxProvider>(std::move(options));
   KFORGE_RETURN_IF_ERROR(provider->Scan());
   return std::unique_ptr<Provider>(std::move(provider));

@@ -21,7 +21,7 @@
 namespace kforge::llm {
 
 struct InboxOptions {
-  std::filesystem::path dir;  // created if missing
+  std::filesystem::path dir;  // created if missing; relative paths are taken from the current directory
   std::string model_id = "inbox";
   bool wait = false;  // poll for answers instead of failing with "waiting for answer N"
   std::chrono::milliseconds poll_interval{1'000};

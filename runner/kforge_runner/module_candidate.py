@@ -2,7 +2,7 @@
 
 Covers Triton and CuTe DSL kernels and ``load_inline`` extensions: whatever the file imports is
 imported when it is loaded. ``ModelNew`` is constructed exactly like the reference ``Model``
-(seed, init inputs, eval mode on the device); the reference state is loaded when its
+(seed, init inputs, on the device, in training mode as KernelBench runs it); the reference state is loaded when its
 ``state_dict()`` has the same keys and shapes. Each call gets clones of the inputs (scalars as
 Python numbers), runs under ``torch.no_grad()`` after freed CUDA memory has been poisoned, and
 the device is synchronised before the outputs are inspected.

@@ -57,11 +57,13 @@ def construct(model_class: type, task: Task, init_seed: int,
     """Builds ``model_class`` the way both phases must: seed, ``get_init_inputs()``, construct.
 
     ``torch.manual_seed(init_seed)``, then ``model_class(*task.get_init_inputs())`` moved to
-    ``device`` in eval mode. Returns the model and the init inputs. Because the seeding and the call
+    ``device``, left in the training mode a new module starts in, as KernelBench runs its
+    references (dropout stays active, batch norm uses batch statistics). Returns the model and the
+    init inputs. Because the seeding and the call
     sequence are identical in both phases, a candidate model that creates the same layers in the
     same order as ``Model`` draws the same initial parameters.
     """
     torch.manual_seed(init_seed)
     init_inputs = task.get_init_inputs()
-    model = model_class(*init_inputs).to(device).eval()
+    model = model_class(*init_inputs).to(device)
     return model, init_inputs

@@ -93,9 +93,29 @@ def test_exception_in_forward_is_runtime_error_with_candidate_frames_first(tmp_p
 
 @pytest.fixture(scope="module")
 def linear_reference(tmp_path_factory):
-    """KernelBench level 2 #66 (Linear, dropout, softmax) at small sizes: has state."""
+    """A Linear + softmax task (KernelBench level 2 #66 without its dropout, which is active in
+    the training mode references run in): deterministic, and it has state."""
     workdir = tmp_path_factory.mktemp("linear")
-    task = write_file(workdir / "66.py", kernelbench_source(2, 66))
+    task = write_file(workdir / "linear_softmax.py", """\
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self, in_features, out_features, dropout_p):
+                super().__init__()
+                self.matmul = nn.Linear(in_features, out_features)
+
+            def forward(self, x):
+                return torch.softmax(self.matmul(x), dim=1)
+
+        batch_size, in_features, out_features, dropout_p = 128, 100, 50, 0.2
+
+        def get_inputs():
+            return [torch.rand(batch_size, in_features)]
+
+        def get_init_inputs():
+            return [in_features, out_features, dropout_p]
+        """)
     job = reference_job(task, workdir, overrides={"batch_size": 4, "in_features": 16,
                                                   "out_features": 8})
     run = run_runner(job, workdir)

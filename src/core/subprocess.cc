@@ -229,7 +229,12 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
     // After the child exits, give its pipes a short grace to drain, then stop listening: a
     // descendant that kept them open must not hold us (it is killed below).
     if (exited && (!any_open || now - exited_at > std::chrono::milliseconds(300))) break;
-    if (!exited && !killed && (stop.stop_requested() || (has_deadline && now >= deadline))) {
+    bool past_deadline = has_deadline && now >= deadline;
+    if (spec.deadline) {
+      const std::int64_t ns = spec.deadline->load();
+      past_deadline = ns != 0 && now.time_since_epoch() >= std::chrono::nanoseconds(ns);
+    }
+    if (!exited && !killed && (stop.stop_requested() || past_deadline)) {
       res.cancelled = stop.stop_requested();
       KillGroup(pid);
       killed = true;

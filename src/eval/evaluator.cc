@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <random>
@@ -110,25 +111,38 @@ struct RunnerRun {
   double seconds = 0;
 };
 
+// How one runner process is started.
+struct RunnerLaunch {
+  fs::path job_file;
+  std::string job_json;      // written before the start; empty: the caller writes it later
+  std::string preload;       // warm start: the device to initialise while waiting for the job
+  std::shared_ptr<std::atomic<std::int64_t>> deadline;  // movable deadline (warm start)
+  std::chrono::seconds timeout{0};
+};
+
 // One runner phase: job file in, result document out through fd 3.
-Result<RunnerRun> RunRunner(const std::string& job_json, const fs::path& job_file,
-                            const fs::path& runner_dir, const fs::path& scratch,
-                            const SandboxPolicy& policy, const ResourceLimits& limits,
-                            std::chrono::seconds timeout, std::stop_token stop) {
-  KFORGE_RETURN_IF_ERROR(WriteFile(job_file, job_json));
-  std::error_code ec;
-  fs::permissions(job_file, kReadable, ec);
+Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_dir,
+                            const fs::path& scratch, const SandboxPolicy& policy,
+                            const ResourceLimits& limits, std::stop_token stop) {
+  if (!launch.job_json.empty()) {
+    KFORGE_RETURN_IF_ERROR(WriteFile(launch.job_file, launch.job_json));
+    std::error_code ec;
+    fs::permissions(launch.job_file, kReadable & ~fs::perms::others_exec & ~fs::perms::group_exec &
+                                         ~fs::perms::owner_exec, ec);
+  }
   if (RunnerPython().empty()) {
     return Unavailable(
         "no Python with torch for the runner: apt-get install python3-torch, or set "
         "KFORGE_PYTHON to an interpreter that can import torch");
   }
   ProcessSpec spec;
-  spec.argv = {RunnerPython(), "-m", "kforge_runner", "--job", job_file.string(), "--result-fd",
-               std::to_string(kResultFd)};
+  spec.argv = {RunnerPython(), "-m", "kforge_runner", "--job", launch.job_file.string(),
+               "--result-fd", std::to_string(kResultFd)};
+  if (!launch.preload.empty()) spec.argv.insert(spec.argv.end(), {"--preload", launch.preload});
   spec.env = RunnerEnvironment(runner_dir, scratch);
   spec.cwd = scratch;
-  spec.timeout = timeout;
+  spec.timeout = launch.timeout;
+  spec.deadline = launch.deadline;
   spec.limits = limits;
   spec.result_pipe = true;
   auto start = Clock::now();
@@ -136,6 +150,10 @@ Result<RunnerRun> RunRunner(const std::string& job_json, const fs::path& job_fil
   auto r = RunProcess(wrapped, stop);
   if (!r) return std::unexpected(r.error());
   return RunnerRun{std::move(*r), SecondsSince(start)};
+}
+
+std::int64_t SteadyNanos(Clock::time_point t) {
+  return std::chrono::nanoseconds(t.time_since_epoch()).count();
 }
 
 std::string SignalName(int sig) {
@@ -300,6 +318,45 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   std::future<Result<CompileOutcome>> compiled;
   if (*kind == CandidateKind::kNative) compiled = compiler_.Submit(backend, candidate_file);
 
+  // Step: warm-start the candidate's runner (torch import, device context) now, so that its
+  // start-up overlaps the compile and the reference; it reads its job once the job file exists.
+  // Its wall-clock limit starts when the job is written.
+  SandboxPolicy cand_policy;
+  cand_policy.scratch_dir = cand_dir;
+  cand_policy.visible_paths = {options_.work_root};
+  cand_policy.hidden_paths = {outputs_dir};
+  ResourceLimits cand_limits;
+  if (!backend.UsesAccelerator()) cand_limits.address_space_bytes = options_.memory_limit_bytes;
+  cand_limits.processes = options_.process_limit;
+  cand_limits.file_size_bytes = 16ull << 30;
+  const auto cand_timeout =
+      *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
+  const fs::path cand_job_file = work / "candidate-job.json";
+  auto cand_deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(
+      Clock::now() + options_.reference_timeout + std::chrono::seconds(300) + cand_timeout));
+  std::stop_source cand_stop;
+  std::stop_callback forward_stop(stop, [&] { cand_stop.request_stop(); });
+  RunnerLaunch cand_launch{.job_file = cand_job_file,
+                           .job_json = "",
+                           .preload = backend.RunnerDevice(),
+                           .deadline = cand_deadline,
+                           .timeout = std::chrono::seconds(0)};
+  auto cand_future = std::async(std::launch::async, [&] {
+    return RunRunner(cand_launch, *runner_dir, cand_dir, cand_policy, cand_limits,
+                     cand_stop.get_token());
+  });
+  // Every early return below stops the waiting runner first.
+  struct StopCandidate {
+    std::stop_source& source;
+    std::future<Result<RunnerRun>>& future;
+    ~StopCandidate() {
+      if (future.valid()) {
+        source.request_stop();
+        future.wait();
+      }
+    }
+  } stop_candidate{cand_stop, cand_future};
+
   // Step: the reference, on fresh secret seeds.
   std::mt19937_64 seeds(options_.seed.value_or(FreshSeed()));
   ReferenceJob ref_job;
@@ -323,8 +380,12 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   ref_policy.visible_paths = {options_.work_root};
   ResourceLimits ref_limits;
   if (!backend.UsesAccelerator()) ref_limits.address_space_bytes = options_.memory_limit_bytes;
-  auto ref_run = RunRunner(ReferenceJobJson(ref_job), work / "reference-job.json", *runner_dir,
-                           ref_dir, ref_policy, ref_limits, options_.reference_timeout, stop);
+  RunnerLaunch ref_launch{.job_file = work / "reference-job.json",
+                          .job_json = ReferenceJobJson(ref_job),
+                          .preload = "",
+                          .deadline = nullptr,
+                          .timeout = options_.reference_timeout};
+  auto ref_run = RunRunner(ref_launch, *runner_dir, ref_dir, ref_policy, ref_limits, stop);
   if (!ref_run) return infra(ref_run.error());
   v.reference_seconds = ref_run->seconds;
   ReferenceResult reference;
@@ -386,20 +447,20 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   cand_job.inputs_dir = inputs_dir;
   cand_job.outputs_dir = cand_dir;
   for (const auto& t : reference.trials) cand_job.expected_outputs.push_back(t.outputs);
-  SandboxPolicy cand_policy;
-  cand_policy.scratch_dir = cand_dir;
-  cand_policy.visible_paths = {options_.work_root};
-  cand_policy.hidden_paths = {outputs_dir};
-  ResourceLimits cand_limits;
-  if (!backend.UsesAccelerator()) cand_limits.address_space_bytes = options_.memory_limit_bytes;
-  cand_limits.processes = options_.process_limit;
-  cand_limits.file_size_bytes = 16ull << 30;
-  const auto cand_timeout =
-      *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
-  auto cand_run = RunRunner(CandidateJobJson(cand_job), work / "candidate-job.json", *runner_dir,
-                            cand_dir, cand_policy, cand_limits, cand_timeout, stop);
+  // The job appears at once and readable (the runner polls for the name), then the clock starts.
+  const fs::path staged_job = work / "candidate-job.staged";
+  if (auto written = WriteFile(staged_job, CandidateJobJson(cand_job)); !written) {
+    return infra(written.error());
+  }
+  fs::permissions(staged_job, fs::perms::owner_read | fs::perms::owner_write |
+                                  fs::perms::group_read | fs::perms::others_read, ec);
+  const auto job_written = Clock::now();
+  cand_deadline->store(SteadyNanos(job_written + cand_timeout));
+  fs::rename(staged_job, cand_job_file, ec);
+  if (ec) return infra(Error{ErrorCode::kIo, "cannot publish the candidate job: " + ec.message()});
+  auto cand_run = cand_future.get();
   if (!cand_run) return infra(cand_run.error());
-  v.candidate_seconds = cand_run->seconds;
+  v.candidate_seconds = SecondsSince(job_written);
   v.isolation = DefaultSandbox()->isolation(cand_policy).Describe();
   if (cand_run->process.result_text.empty()) {
     ClassifyDeath(cand_run->process, cand_timeout, "candidate", v);

@@ -104,3 +104,26 @@ TEST(SubprocessTest, StopTokenCancels) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+TEST(SubprocessTest, MovableDeadline) {
+  ProcessSpec spec;
+  spec.argv = {"sleep", "30"};
+  spec.deadline = std::make_shared<std::atomic<std::int64_t>>(0);
+  std::thread mover([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto soon = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    spec.deadline->store(std::chrono::nanoseconds(soon.time_since_epoch()).count());
+  });
+  auto r = RunProcess(spec);
+  mover.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, ProcessState::kTimedOut);
+  EXPECT_FALSE(r->cancelled);
+  EXPECT_LT(r->wall_seconds, 5.0);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -7,7 +7,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -44,6 +46,10 @@ struct ProcessSpec {
   std::vector<std::string> env;
   std::filesystem::path cwd;                  // empty: inherit
   std::chrono::milliseconds timeout{0};       // 0: no deadline
+  // A deadline the caller may move while the child runs (steady_clock nanoseconds since its
+  // epoch; 0: none). When set, it replaces `timeout`: a warm-started runner gets its real limit
+  // only once its job exists.
+  std::shared_ptr<std::atomic<std::int64_t>> deadline;
   ResourceLimits limits;
   std::optional<uid_t> uid;                   // switch to this user (needs root)
   std::optional<gid_t> gid;

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Issue 2 on an NVIDIA H200: the fixtures on nvidia/cuda, nvidia/triton and nvidia/opencl through
+# the real harness, then bench/eval_speed.sh. Expects what bench/RESULTS.md describes under .carry/
+# (kforge, fixtures_gpu_test, bwrap, the spdlog/toml++ libraries of Debian 12, the KernelBench
+# JSONL) and pyopencl's wheels under .whl/. Writes logs to $OUT (or ./out).
+set -uo pipefail
+ROOT=$PWD
+OUT=${OUT:-$ROOT/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site KFORGE_RUNNER_PYTHONPATH=/tmp/site
+export LD_LIBRARY_PATH=$ROOT/.carry/lib:${LD_LIBRARY_PATH:-}
+export PATH=$ROOT/.carry/bin:$PATH
+export KFORGE_HOME=$ROOT KFORGE_KERNELBENCH_DIR=$ROOT/.carry/kernelbench
+export KFORGE_PYTHON=$(command -v python3) KFORGE_CACHE_DIR=/tmp/kforge-cache
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+  nvcc --version | tail -2
+  python3 -c "import torch, triton, pyopencl; print('torch', torch.__version__, 'triton', triton.__version__, 'pyopencl', pyopencl.VERSION_TEXT)"
+  kforge targets
+} 2>&1 | tee "$OUT/environment.txt"
+KFORGE_FIXTURE_WHERE=h200 fixtures_gpu_test 2>&1 | grep -vE '^\[ +(RUN|OK) ' > "$OUT/fixtures_h200.log"
+grep -E '^\[  (PASSED|FAILED|SKIPPED) |evaluate:|tests? (ran|from)' "$OUT/fixtures_h200.log" | tail -60
+KFORGE=kforge bench/eval_speed.sh 7 2 2>&1 | tee "$OUT/eval_speed.txt"

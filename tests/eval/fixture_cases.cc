@@ -8,7 +8,12 @@
 
 namespace kforge::testing {
 
-std::filesystem::path SourceTree() { return KFORGE_SOURCE_HOME; }
+std::filesystem::path SourceTree() {
+  // KFORGE_HOME: the tree was copied elsewhere (a GPU machine) after the build.
+  const char* home = std::getenv("KFORGE_HOME");
+  return home != nullptr && *home != '\0' ? std::filesystem::path(home)
+                                           : std::filesystem::path(KFORGE_SOURCE_HOME);
+}
 
 std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres) {
   std::vector<FixtureCase> cases;

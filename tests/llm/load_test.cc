@@ -133,10 +133,14 @@ TEST(LlmLoadTest, FiveHundredRequestsHoldTheRateLimitAndLoseNothing) {
   const int max_started = MaxInWindow(starts, std::chrono::seconds(1));
   const int max_arrived = MaxInWindow(arrivals, std::chrono::seconds(1));
   // Starts are scheduled exactly 10 ms apart; a thread woken a few ms late can bring one extra
-  // start into a 1 s window, so a little slack is allowed on the windowed counts. The span above
-  // is the exact check of the rate.
+  // start into a 1 s window, so a little slack is allowed on the windowed count of starts. The
+  // server sees them after network and scheduling delays the client does not control (under
+  // ThreadSanitizer 107 in a second was seen), so at the server the long-run rate is checked
+  // exactly and the windowed count with 10% slack.
   EXPECT_LE(max_started, 103) << "calls started in one second";
-  EXPECT_LE(max_arrived, 105) << "requests arrived at the server in one second";
+  const double arrival_span = duration<double>(arrivals.back() - arrivals.front()).count();
+  EXPECT_GE(arrival_span, (kRequests - 1) * 60.0 / kPerMinute * 0.99);
+  EXPECT_LE(max_arrived, 110) << "requests arrived at the server in one second";
   const double observed_per_minute = (kRequests - 1) / span * 60.0;
   EXPECT_LE(observed_per_minute, kPerMinute * 1.01);
 

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "kforge/eval/compile_service.h"
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 
 struct EvalArgs {
   std::string task;
-  std::string candidate;
+  std::vector<std::string> candidates;
   std::string target;
   bool json = false;
   int trials = 5;
@@ -52,53 +53,72 @@ std::string NewRunId() {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
 }
 
-// Stores the run, task, candidate and verdict; returns the run folder.
-Result<fs::path> StoreVerdict(const EvalArgs& args, const Task& task, const std::string& source,
-                              const Verdict& verdict, const std::string& command_line) {
-  const std::string run_id = NewRunId();
-  const fs::path run_dir = fs::path(args.runs_dir) / run_id;
-  auto store = store::RunStore::Open(run_dir);
-  if (!store) return std::unexpected(store.error());
-  store::RunRecord run;
-  run.id = run_id;
-  run.kind = store::RunKind::kEval;
-  run.command_line = command_line;
-  run.config_json = nlohmann::json{{"target", args.target}, {"trials", args.trials}}.dump();
-  auto added_run = (*store)->AddRun(run);
-  if (!added_run) return std::unexpected(added_run.error());
-  auto task_hash = (*store)->PutArtifact(task.source);
-  if (!task_hash) return std::unexpected(task_hash.error());
-  store::TaskRecord task_record;
-  task_record.run_id = run_id;
-  task_record.name = task.name;
-  task_record.source_hash = *task_hash;
-  task_record.metadata_json =
-      nlohmann::json{{"origin", task.origin}, {"policy", PrecisionPolicyName(task.policy)}}.dump();
-  auto added_task = (*store)->AddTask(task_record);
-  if (!added_task) return std::unexpected(added_task.error());
-  auto cand_hash = (*store)->PutArtifact(source);
-  if (!cand_hash) return std::unexpected(cand_hash.error());
-  store::CandidateRecord cand;
-  cand.run_id = run_id;
-  cand.task_id = added_task->id;
-  cand.pass_kind = store::PassKind::kGiven;
-  cand.target = verdict.target;
-  cand.source_hash = *cand_hash;
-  auto added_cand = (*store)->AddCandidate(cand);
-  if (!added_cand) return std::unexpected(added_cand.error());
-  store::EvaluationRecord eval;
-  eval.run_id = run_id;
-  eval.candidate_id = added_cand->id;
-  eval.target = verdict.target;
-  eval.device = NewBackend(*Target::Parse(verdict.target))->RunnerDevice();
-  eval.status = verdict.status;
-  eval.verdict_json = verdict.ToJson();
-  eval.wall_s = verdict.total_seconds;
-  auto added_eval = (*store)->AddEvaluation(eval);
-  if (!added_eval) return std::unexpected(added_eval.error());
-  KFORGE_RETURN_IF_ERROR((*store)->FinishRun(run_id, store::RunStatus::kFinished));
-  return run_dir;
-}
+// The run of one `kforge eval` invocation in the store: one task, one candidate and one
+// evaluation per candidate file.
+class EvalRunRecorder {
+ public:
+  static Result<EvalRunRecorder> Start(const EvalArgs& args, const Task& task,
+                                       const std::string& command_line) {
+    EvalRunRecorder rec;
+    rec.run_id_ = NewRunId();
+    rec.run_dir_ = fs::path(args.runs_dir) / rec.run_id_;
+    auto store = store::RunStore::Open(rec.run_dir_);
+    if (!store) return std::unexpected(store.error());
+    rec.store_ = std::move(*store);
+    store::RunRecord run;
+    run.id = rec.run_id_;
+    run.kind = store::RunKind::kEval;
+    run.command_line = command_line;
+    run.config_json = nlohmann::json{{"target", args.target}, {"trials", args.trials}}.dump();
+    if (auto added = rec.store_->AddRun(run); !added) return std::unexpected(added.error());
+    auto task_hash = rec.store_->PutArtifact(task.source);
+    if (!task_hash) return std::unexpected(task_hash.error());
+    store::TaskRecord task_record;
+    task_record.run_id = rec.run_id_;
+    task_record.name = task.name;
+    task_record.source_hash = *task_hash;
+    task_record.metadata_json =
+        nlohmann::json{{"origin", task.origin}, {"policy", PrecisionPolicyName(task.policy)}}
+            .dump();
+    auto added_task = rec.store_->AddTask(task_record);
+    if (!added_task) return std::unexpected(added_task.error());
+    rec.task_id_ = added_task->id;
+    return rec;
+  }
+
+  Status Add(const std::string& source, const Verdict& verdict, const std::string& device) {
+    auto cand_hash = store_->PutArtifact(source);
+    if (!cand_hash) return std::unexpected(cand_hash.error());
+    store::CandidateRecord cand;
+    cand.run_id = run_id_;
+    cand.task_id = task_id_;
+    cand.pass_kind = store::PassKind::kGiven;
+    cand.target = verdict.target;
+    cand.source_hash = *cand_hash;
+    auto added_cand = store_->AddCandidate(cand);
+    if (!added_cand) return std::unexpected(added_cand.error());
+    store::EvaluationRecord eval;
+    eval.run_id = run_id_;
+    eval.candidate_id = added_cand->id;
+    eval.target = verdict.target;
+    eval.device = device;
+    eval.status = verdict.status;
+    eval.verdict_json = verdict.ToJson();
+    eval.wall_s = verdict.total_seconds;
+    auto added_eval = store_->AddEvaluation(eval);
+    if (!added_eval) return std::unexpected(added_eval.error());
+    return Ok();
+  }
+
+  Status Finish() { return store_->FinishRun(run_id_, store::RunStatus::kFinished); }
+  const fs::path& run_dir() const { return run_dir_; }
+
+ private:
+  std::string run_id_;
+  std::string task_id_;
+  fs::path run_dir_;
+  std::unique_ptr<store::RunStore> store_;
+};
 
 int RunEval(const EvalArgs& args, const std::string& command_line) {
   auto fail = [](const Error& e, int code) {
@@ -123,12 +143,13 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     task->overrides.push_back({o.substr(0, eq), value});
   }
   auto backend = NewBackend(*target);
-  if (!fs::exists(args.candidate)) {
-    return fail(Error{ErrorCode::kNotFound,
-                      fmt::format("candidate {} does not exist", args.candidate)},
-                kExitUsage);
+  for (const auto& candidate : args.candidates) {
+    if (!fs::exists(candidate)) {
+      return fail(Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
+                  kExitUsage);
+    }
+    if (auto kind = backend->KindOf(candidate); !kind) return fail(kind.error(), kExitUsage);
   }
-  if (auto kind = backend->KindOf(args.candidate); !kind) return fail(kind.error(), kExitUsage);
   EvalOptions options;
   options.trials = args.trials;
   options.keep_work_dir = args.keep_work;
@@ -142,33 +163,57 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     if (!policy) return fail(policy.error(), kExitUsage);
     options.policy = *policy;
   }
-  CompileService compiler;
-  Evaluator evaluator(compiler, options);
-  Verdict verdict = evaluator.Evaluate(*task, *backend, args.candidate);
-
-  std::string stored;
+  std::optional<EvalRunRecorder> recorder;
   if (!args.no_store) {
-    auto source = ReadFile(args.candidate);
-    auto run_dir = StoreVerdict(args, *task, source ? *source : std::string(), verdict,
-                                command_line);
-    if (!run_dir) {
-      fmt::print(stderr, "kforge eval: the verdict could not be stored: {}\n",
-                 run_dir.error().message);
+    auto started = EvalRunRecorder::Start(args, *task, command_line);
+    if (!started) {
+      fmt::print(stderr, "kforge eval: verdicts will not be stored: {}\n",
+                 started.error().message);
     } else {
-      stored = run_dir->string();
+      recorder = std::move(*started);
+    }
+  }
+  CompileService compiler;
+  nlohmann::json all = nlohmann::json::array();
+  bool all_correct = true;
+  bool any_infra = false;
+  Evaluator evaluator(compiler, options);
+  for (std::size_t i = 0; i < args.candidates.size(); ++i) {
+    // While one candidate is evaluated, the next one's runners warm up.
+    evaluator.set_prepare_next(i + 1 < args.candidates.size());
+    if (i > 0 && args.candidates.size() > 1 && !args.json) fmt::print("\n");
+    Verdict verdict = evaluator.Evaluate(*task, *backend, args.candidates[i]);
+    all_correct &= verdict.status == EvalStatus::kCorrect;
+    any_infra |= verdict.status == EvalStatus::kInfraError ||
+                 verdict.status == EvalStatus::kReferenceError;
+    if (recorder) {
+      auto source = ReadFile(args.candidates[i]);
+      if (auto added = recorder->Add(source ? *source : std::string(), verdict,
+                                     backend->RunnerDevice());
+          !added) {
+        fmt::print(stderr, "kforge eval: the verdict could not be stored: {}\n",
+                   added.error().message);
+      }
+    }
+    if (args.json) {
+      all.push_back(nlohmann::json::parse(verdict.ToJson()));
+    } else {
+      fmt::print("{}", verdict.ToText());
+      std::fflush(stdout);
+    }
+  }
+  if (recorder) {
+    if (auto finished = recorder->Finish(); !finished) {
+      fmt::print(stderr, "kforge eval: {}\n", finished.error().message);
     }
   }
   if (args.json) {
-    fmt::print("{}\n", verdict.ToJson());
-  } else {
-    fmt::print("{}", verdict.ToText());
-    if (!stored.empty()) fmt::print("  stored    {}\n", stored);
+    fmt::print("{}\n", all.size() == 1 ? all[0].dump(2) : all.dump(2));
+  } else if (recorder) {
+    fmt::print("stored in {}\n", recorder->run_dir().string());
   }
-  if (verdict.status == EvalStatus::kCorrect) return kExitCorrect;
-  if (verdict.status == EvalStatus::kInfraError || verdict.status == EvalStatus::kReferenceError) {
-    return kExitInfra;
-  }
-  return kExitFailed;
+  if (all_correct) return kExitCorrect;
+  return any_infra ? kExitInfra : kExitFailed;
 }
 
 }  // namespace
@@ -179,12 +224,13 @@ void AddEvalCommand(CLI::App& app) {
       "eval",
       "Evaluate one candidate kernel against a task's PyTorch reference: compile, run in a "
       "sandboxed runner on fresh secret inputs, compare, print and store the verdict.\n"
-      "Exit code: 0 correct, 1 any other verdict, 2 bad input, 3 the task or KForge failed.");
+      "Exit code: 0 all correct, 1 any other verdict, 2 bad input, 3 the task or KForge failed.");
   cmd->add_option("task", args->task,
                   "The task: PROBLEM.py, DATASET.jsonl#N (problem_id N) or kernelbench:levelL#N")
       ->required();
-  cmd->add_option("candidate", args->candidate,
-                  "The candidate file: .cu (cuda), .cpp (cpp), .hip (hip), .py (opencl: SOURCE + "
+  cmd->add_option("candidates", args->candidates,
+                  "Candidate files, one or more (each evaluated on its own fresh inputs; the next "
+                  "one's runners warm up while one runs): .cu (cuda), .cpp (cpp), .hip (hip), .py (opencl: SOURCE + "
                   "launch; triton/cute/metal: ModelNew; with a native target: a KernelBench "
                   "ModelNew submission, evaluated in compatibility mode)")
       ->required();
@@ -214,8 +260,9 @@ void AddEvalCommand(CLI::App& app) {
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")->default_val("kforge-runs");
   cmd->add_flag("--no-store", args->no_store, "Do not store the verdict");
   cmd->callback([args, &app] {
-    std::string command_line = "kforge eval " + args->task + " " + args->candidate + " --target " +
-                               args->target;
+    std::string command_line = "kforge eval " + args->task;
+    for (const auto& c : args->candidates) command_line += " " + c;
+    command_line += " --target " + args->target;
     int code = RunEval(*args, command_line);
     if (code != 0) throw CLI::RuntimeError(code);
   });

@@ -1,159 +1,38 @@
 #include "kforge/eval/evaluator.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <atomic>
-#include <future>
 #include <mutex>
 #include <random>
 
 #include "kforge/core/files.h"
-#include "kforge/core/hash.h"
 #include "kforge/core/sandbox.h"
-#include "kforge/core/subprocess.h"
-#include "kforge/target/probe.h"
+#include "runner_process.h"
 #include "runner_protocol.h"
+#include "work_slot.h"
 
 namespace kforge {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
-constexpr uid_t kNobody = 65534;
 constexpr auto kReadable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                            fs::perms::others_read | fs::perms::others_exec;
-constexpr auto kTraversable = fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec;
+constexpr auto kReadableFile = fs::perms::owner_read | fs::perms::owner_write |
+                               fs::perms::group_read | fs::perms::others_read;
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+double SecondsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
 fs::path DefaultWorkRoot() {
   const char* tmp = std::getenv("TMPDIR");
   return fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
          fmt::format("kforge-{}", ::geteuid());
-}
-
-// Copies runner/kforge_runner to a folder every user can read (KForge's own tree may sit in a
-// private home), keyed by content so that concurrent evaluations share one copy.
-Result<fs::path> InstallRunner(const fs::path& work_root) {
-  static std::mutex mu;
-  std::lock_guard lock(mu);
-  const fs::path source = KforgeHome() / "runner" / "kforge_runner";
-  if (!fs::exists(source / "__main__.py")) {
-    return Unavailable(fmt::format(
-        "the runner package is missing at {} (set KFORGE_HOME to KForge's source folder)",
-        source.string()));
-  }
-  Hasher hasher;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::recursive_directory_iterator(source)) {
-    if (e.is_regular_file() && e.path().extension() != ".pyc") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
-    auto text = ReadFile(f);
-    if (!text) return std::unexpected(text.error());
-    hasher.Add(fs::relative(f, source).string()).Add(*text);
-  }
-  const fs::path target = work_root / fmt::format("runner-{}", hasher.Hex().substr(0, 16));
-  if (fs::exists(target / "kforge_runner" / "__main__.py")) return target;
-  const fs::path tmp = work_root / fmt::format(".runner-{}", ::getpid());
-  fs::remove_all(tmp);
-  std::error_code ec;
-  fs::create_directories(tmp, ec);
-  fs::copy(source, tmp / "kforge_runner", fs::copy_options::recursive, ec);
-  if (ec) return IoError(fmt::format("cannot copy the runner to {}: {}", tmp.string(), ec.message()));
-  for (const auto& e : fs::recursive_directory_iterator(tmp)) {
-    fs::permissions(e.path(), e.is_directory() ? kReadable : kReadable & ~(fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec) , ec);
-  }
-  fs::permissions(tmp, kReadable, ec);
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove_all(tmp);
-    if (!fs::exists(target)) return IoError(fmt::format("cannot install the runner: {}", ec.message()));
-  }
-  return target;
-}
-
-// The runner's environment: an allow-list, so that API keys and the like never reach candidates.
-std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs::path& scratch) {
-  std::vector<std::string> env;
-  static const char* kPassThrough[] = {"PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CUDA_HOME",
-                                       "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                                       "HIP_VISIBLE_DEVICES", "ROCM_PATH", "OCL_ICD_VENDORS",
-                                       "OCL_ICD_FILENAMES", "POCL_DEVICES", "OMP_NUM_THREADS",
-                                       "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
-  for (const char* name : kPassThrough) {
-    if (const char* value = std::getenv(name)) env.push_back(fmt::format("{}={}", name, value));
-  }
-  // Python site packages added by the user for the runner (e.g. carried wheels).
-  std::string pythonpath = runner_dir.string();
-  if (const char* extra = std::getenv("KFORGE_RUNNER_PYTHONPATH"); extra != nullptr && *extra) {
-    pythonpath += std::string(":") + extra;
-  }
-  env.push_back("PYTHONPATH=" + pythonpath);
-  env.push_back("HOME=" + scratch.string());
-  env.push_back("TRITON_CACHE_DIR=" + (scratch / ".triton").string());
-  env.push_back("TORCH_EXTENSIONS_DIR=" + (scratch / ".torch_extensions").string());
-  env.push_back("PYTHONDONTWRITEBYTECODE=1");
-  env.push_back("PYTHONUNBUFFERED=1");
-  return env;
-}
-
-struct RunnerRun {
-  ProcessResult process;
-  double seconds = 0;
-};
-
-// How one runner process is started.
-struct RunnerLaunch {
-  fs::path job_file;
-  std::string job_json;      // written before the start; empty: the caller writes it later
-  std::string preload;       // warm start: the device to initialise while waiting for the job
-  std::shared_ptr<std::atomic<std::int64_t>> deadline;  // movable deadline (warm start)
-  std::chrono::seconds timeout{0};
-};
-
-// One runner phase: job file in, result document out through fd 3.
-Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_dir,
-                            const fs::path& scratch, const SandboxPolicy& policy,
-                            const ResourceLimits& limits, std::stop_token stop) {
-  if (!launch.job_json.empty()) {
-    KFORGE_RETURN_IF_ERROR(WriteFile(launch.job_file, launch.job_json));
-    std::error_code ec;
-    fs::permissions(launch.job_file, kReadable & ~fs::perms::others_exec & ~fs::perms::group_exec &
-                                         ~fs::perms::owner_exec, ec);
-  }
-  if (RunnerPython().empty()) {
-    return Unavailable(
-        "no Python with torch for the runner: apt-get install python3-torch, or set "
-        "KFORGE_PYTHON to an interpreter that can import torch");
-  }
-  ProcessSpec spec;
-  spec.argv = {RunnerPython(), "-m", "kforge_runner", "--job", launch.job_file.string(),
-               "--result-fd", std::to_string(kResultFd)};
-  if (!launch.preload.empty()) spec.argv.insert(spec.argv.end(), {"--preload", launch.preload});
-  spec.env = RunnerEnvironment(runner_dir, scratch);
-  spec.cwd = scratch;
-  spec.timeout = launch.timeout;
-  spec.deadline = launch.deadline;
-  spec.limits = limits;
-  spec.result_pipe = true;
-  auto start = Clock::now();
-  auto wrapped = DefaultSandbox()->Wrap(std::move(spec), policy);
-  auto r = RunProcess(wrapped, stop);
-  if (!r) return std::unexpected(r.error());
-  return RunnerRun{std::move(*r), SecondsSince(start)};
-}
-
-std::int64_t SteadyNanos(Clock::time_point t) {
-  return std::chrono::nanoseconds(t.time_since_epoch()).count();
 }
 
 std::string SignalName(int sig) {
@@ -231,9 +110,31 @@ Evaluator::Evaluator(CompileService& compiler, EvalOptions options)
   options_.trials = std::max(options_.trials, 2);
 }
 
+Evaluator::~Evaluator() = default;
+
+Result<std::unique_ptr<WorkSlot>> Evaluator::TakeSlot(const Backend& backend) {
+  auto runner_dir = InstallRunner(options_.work_root);
+  if (!runner_dir) return std::unexpected(runner_dir.error());
+  SlotConfig config{.work_root = options_.work_root,
+                    .runner_dir = *runner_dir,
+                    .device = backend.RunnerDevice(),
+                    .uses_accelerator = backend.UsesAccelerator(),
+                    .memory_limit_bytes = options_.memory_limit_bytes,
+                    .process_limit = options_.process_limit,
+                    .keep = options_.keep_work_dir,
+                    .max_wait = std::chrono::seconds(1800)};
+  std::unique_ptr<WorkSlot> slot;
+  {
+    std::lock_guard lock(mu_);
+    slot = std::move(prepared_);
+  }
+  if (slot && slot->config() == config && slot->alive()) return slot;
+  return WorkSlot::Prepare(config);
+}
+
 Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::path& candidate,
                             std::stop_token stop) {
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   Verdict v;
   v.task_name = task.name;
   v.task_origin = task.origin;
@@ -241,10 +142,22 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   v.candidate = candidate.string();
   v.policy = options_.policy.value_or(task.policy);
   v.tolerance = ToleranceOf(v.policy);
+  std::unique_ptr<WorkSlot> slot;
   auto finish = [&]() -> Verdict {
     v.total_seconds = SecondsSince(start);
     spdlog::info("evaluate: {} on {}: {} ({:.2f} s)", task.name, v.target,
                  EvalStatusName(v.status), v.total_seconds);
+    if (options_.keep_work_dir && slot) {
+      spdlog::warn("kept the work folder {}", slot->work().string());
+    }
+    slot.reset();  // stops unused runners, removes the folder
+    if (options_.prepare_next) {
+      auto next = TakeSlot(backend);  // a fresh slot, warming up for the next evaluation
+      if (next) {
+        std::lock_guard lock(mu_);
+        prepared_ = std::move(*next);
+      }
+    }
     return v;
   };
   auto infra = [&](const Error& e) {
@@ -271,97 +184,22 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   auto source = ReadFile(candidate);
   if (!source) return infra(source.error());
 
-  // Step: the evaluation's private folder.
+  // Step: the evaluation's folder, with both runners already warming up.
+  auto taken = TakeSlot(backend);
+  if (!taken) return infra(taken.error());
+  slot = std::move(*taken);
+  const fs::path task_file = slot->task_file();
+  const fs::path candidate_file = slot->work() / ("candidate" + candidate.extension().string());
   std::error_code ec;
-  fs::create_directories(options_.work_root, ec);
-  fs::permissions(options_.work_root, kTraversable, ec);
-  std::string tmpl = (options_.work_root / "eval-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    return infra(Error{ErrorCode::kIo, fmt::format("cannot create a work folder under {}",
-                                                   options_.work_root.string())});
-  }
-  const fs::path work(tmpl);
-  struct Cleanup {
-    fs::path dir;
-    bool keep;
-    ~Cleanup() {
-      if (!keep) {
-        std::error_code e;
-        fs::remove_all(dir, e);
-      }
-    }
-  } cleanup{work, options_.keep_work_dir};
-  if (options_.keep_work_dir) spdlog::warn("keeping the work folder {}", work.string());
-  fs::permissions(work, kTraversable, ec);
-  const fs::path task_file = work / "task.py";
-  const fs::path candidate_file = work / ("candidate" + candidate.extension().string());
-  const fs::path ref_dir = work / "ref";
-  const fs::path inputs_dir = ref_dir / "inputs";
-  const fs::path outputs_dir = ref_dir / "outputs";
-  const fs::path cand_dir = work / "cand";
   for (const auto& [path, text] : {std::pair{task_file, std::string_view(task.source)},
                                    std::pair{candidate_file, std::string_view(*source)}}) {
     if (auto s = WriteFile(path, text); !s) return infra(s.error());
-    fs::permissions(path, kReadable & ~fs::perms::others_exec & ~fs::perms::group_exec &
-                              ~fs::perms::owner_exec, ec);
+    fs::permissions(path, kReadableFile, ec);
   }
-  for (const auto& dir : {ref_dir, inputs_dir, outputs_dir, cand_dir}) {
-    fs::create_directories(dir, ec);
-  }
-  fs::permissions(ref_dir, kTraversable, ec);
-  fs::permissions(inputs_dir, kReadable, ec);
-  fs::permissions(outputs_dir, fs::perms::owner_all, ec);  // never readable by the candidate
-  const bool drop = ::geteuid() == 0;
-  if (drop && ::chown(cand_dir.c_str(), kNobody, kNobody) != 0) {
-    return infra(Error{ErrorCode::kIo, "cannot hand the scratch folder to user nobody"});
-  }
-  fs::permissions(cand_dir, fs::perms::owner_all, ec);
-
-  auto runner_dir = InstallRunner(options_.work_root);
-  if (!runner_dir) return infra(runner_dir.error());
 
   // Step: compile (native) on the pool while the reference runs here.
   std::future<Result<CompileOutcome>> compiled;
   if (*kind == CandidateKind::kNative) compiled = compiler_.Submit(backend, candidate_file);
-
-  // Step: warm-start the candidate's runner (torch import, device context) now, so that its
-  // start-up overlaps the compile and the reference; it reads its job once the job file exists.
-  // Its wall-clock limit starts when the job is written.
-  SandboxPolicy cand_policy;
-  cand_policy.scratch_dir = cand_dir;
-  cand_policy.visible_paths = {options_.work_root};
-  cand_policy.hidden_paths = {outputs_dir};
-  ResourceLimits cand_limits;
-  if (!backend.UsesAccelerator()) cand_limits.address_space_bytes = options_.memory_limit_bytes;
-  cand_limits.processes = options_.process_limit;
-  cand_limits.file_size_bytes = 16ull << 30;
-  const auto cand_timeout =
-      *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
-  const fs::path cand_job_file = work / "candidate-job.json";
-  auto cand_deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(
-      Clock::now() + options_.reference_timeout + std::chrono::seconds(300) + cand_timeout));
-  std::stop_source cand_stop;
-  std::stop_callback forward_stop(stop, [&] { cand_stop.request_stop(); });
-  RunnerLaunch cand_launch{.job_file = cand_job_file,
-                           .job_json = "",
-                           .preload = backend.RunnerDevice(),
-                           .deadline = cand_deadline,
-                           .timeout = std::chrono::seconds(0)};
-  auto cand_future = std::async(std::launch::async, [&] {
-    return RunRunner(cand_launch, *runner_dir, cand_dir, cand_policy, cand_limits,
-                     cand_stop.get_token());
-  });
-  // Every early return below stops the waiting runner first.
-  struct StopCandidate {
-    std::stop_source& source;
-    std::future<Result<RunnerRun>>& future;
-    ~StopCandidate() {
-      if (future.valid()) {
-        source.request_stop();
-        future.wait();
-      }
-    }
-  } stop_candidate{cand_stop, cand_future};
 
   // Step: the reference, on fresh secret seeds.
   std::mt19937_64 seeds(options_.seed.value_or(FreshSeed()));
@@ -376,24 +214,11 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     ref_job.trials.push_back({seeds() >> 1, dist});
   }
   ref_job.tolerance = v.tolerance;
-  ref_job.inputs_dir = inputs_dir;
-  ref_job.outputs_dir = outputs_dir;
-  // The reference is the task's own code: it runs as us (it writes the outputs only we may
-  // read), in the sandbox, with ref/ as its one writable folder.
-  SandboxPolicy ref_policy;
-  ref_policy.scratch_dir = ref_dir;
-  ref_policy.drop_privileges = false;
-  ref_policy.visible_paths = {options_.work_root};
-  ResourceLimits ref_limits;
-  if (!backend.UsesAccelerator()) ref_limits.address_space_bytes = options_.memory_limit_bytes;
-  RunnerLaunch ref_launch{.job_file = work / "reference-job.json",
-                          .job_json = ReferenceJobJson(ref_job),
-                          .preload = "",
-                          .deadline = nullptr,
-                          .timeout = options_.reference_timeout};
-  auto ref_run = RunRunner(ref_launch, *runner_dir, ref_dir, ref_policy, ref_limits, stop);
+  ref_job.inputs_dir = slot->inputs_dir();
+  ref_job.outputs_dir = slot->outputs_dir();
+  auto ref_run = slot->reference().Run(ReferenceJobJson(ref_job), options_.reference_timeout, stop);
   if (!ref_run) return infra(ref_run.error());
-  v.reference_seconds = ref_run->seconds;
+  v.reference_seconds = slot->reference().seconds_since_job();
   ReferenceResult reference;
   if (ref_run->process.result_text.empty()) {
     ClassifyDeath(ref_run->process, options_.reference_timeout, "reference", v);
@@ -401,7 +226,8 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.message = "the task's reference failed: " + v.message;
     return finish();
   }
-  auto parsed_ref = ParseReferenceResult(ref_run->process.result_text, inputs_dir, outputs_dir);
+  auto parsed_ref =
+      ParseReferenceResult(ref_run->process.result_text, slot->inputs_dir(), slot->outputs_dir());
   if (!parsed_ref) return infra(parsed_ref.error());
   reference = std::move(*parsed_ref);
   v.degenerate = reference.degenerate;
@@ -413,12 +239,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.diagnostics = reference.diagnostics;
     return finish();
   }
-  // The reference phase ran as us: make its inputs readable and its outputs private.
-  for (const auto& e : fs::recursive_directory_iterator(inputs_dir, ec)) {
-    fs::permissions(e.path(), e.is_directory() ? kReadable : kReadable & ~fs::perms::others_exec &
-                                                                 ~fs::perms::group_exec, ec);
-  }
-  fs::permissions(outputs_dir, fs::perms::owner_all, ec);
+  slot->SealReference();
 
   // Step: the compile's outcome.
   fs::path artifact;
@@ -433,7 +254,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       v.diagnostics = outcome->diagnostics;
       return finish();
     }
-    artifact = work / "candidate.so";
+    artifact = slot->work() / "candidate.so";
     fs::copy_file(outcome->artifact, artifact, fs::copy_options::overwrite_existing, ec);
     if (ec) return infra(Error{ErrorCode::kIo, "cannot copy the compiled candidate: " + ec.message()});
     fs::permissions(artifact, kReadable, ec);
@@ -450,29 +271,20 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (*kind != CandidateKind::kNative) cand_job.source_file = candidate_file;
   cand_job.opencl_platform = backend.OpenClPlatform();
   cand_job.init_seed = ref_job.init_seed;
-  cand_job.inputs_dir = inputs_dir;
-  cand_job.outputs_dir = cand_dir;
+  cand_job.inputs_dir = slot->inputs_dir();
+  cand_job.outputs_dir = slot->cand_dir();
   for (const auto& t : reference.trials) cand_job.expected_outputs.push_back(t.outputs);
-  // The job appears at once and readable (the runner polls for the name), then the clock starts.
-  const fs::path staged_job = work / "candidate-job.staged";
-  if (auto written = WriteFile(staged_job, CandidateJobJson(cand_job)); !written) {
-    return infra(written.error());
-  }
-  fs::permissions(staged_job, fs::perms::owner_read | fs::perms::owner_write |
-                                  fs::perms::group_read | fs::perms::others_read, ec);
-  const auto job_written = Clock::now();
-  cand_deadline->store(SteadyNanos(job_written + cand_timeout));
-  fs::rename(staged_job, cand_job_file, ec);
-  if (ec) return infra(Error{ErrorCode::kIo, "cannot publish the candidate job: " + ec.message()});
-  auto cand_run = cand_future.get();
+  const auto cand_timeout =
+      *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
+  auto cand_run = slot->candidate().Run(CandidateJobJson(cand_job), cand_timeout, stop);
   if (!cand_run) return infra(cand_run.error());
-  v.candidate_seconds = SecondsSince(job_written);
-  v.isolation = DefaultSandbox()->isolation(cand_policy).Describe();
+  v.candidate_seconds = slot->candidate().seconds_since_job();
+  v.isolation = DefaultSandbox()->isolation(slot->candidate().policy()).Describe();
   if (cand_run->process.result_text.empty()) {
     ClassifyDeath(cand_run->process, cand_timeout, "candidate", v);
     return finish();
   }
-  auto result = ParseCandidateResult(cand_run->process.result_text, cand_dir);
+  auto result = ParseCandidateResult(cand_run->process.result_text, slot->cand_dir());
   if (!result) {
     v.status = EvalStatus::kRuntimeError;
     v.message = "the candidate's process wrote a malformed result: " + result.error().message;

@@ -76,7 +76,7 @@ std::vector<FixtureCase> SelectedCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(SelectedCases()),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& param_info) { return param_info.param.name; });
 
 // Compile-only cases: the compiler really runs; errors come back trimmed, first error first.
 class CompileFixtureTest : public ::testing::TestWithParam<FixtureCase> {};
@@ -115,7 +115,7 @@ TEST_P(CompileFixtureTest, CompilesOrReportsTheFirstError) {
 #ifdef KFORGE_FIXTURE_COMPILE_CASES
 INSTANTIATE_TEST_SUITE_P(Fixtures, CompileFixtureTest,
                          ::testing::ValuesIn(testing::LoadFixtureCases({"compile"})),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& param_info) { return param_info.param.name; });
 #else
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CompileFixtureTest);
 #endif

@@ -1,11 +1,12 @@
 // Evaluator: compile -> reference -> candidate -> compare, for one candidate of one task on one
 // target, following EVAL-PROTOCOL's correctness rules (runner/PROTOCOL.md for the processes).
 //
-// Each evaluation gets a private work folder: the task source, a copy of the candidate (and its
-// shared object), the reference's inputs (readable by the candidate phase) and outputs (hidden
-// from it: another user's 0700 folder, and an empty folder inside the sandbox), and the
-// candidate's scratch folder. The reference phase and the compile run at the same time. Seeds are
-// drawn fresh from std::random_device for every evaluation unless EvalOptions::seed pins them.
+// Each evaluation gets a private work folder (src/eval/work_slot.h): the task source, a copy of the
+// candidate (and its shared object), the reference's inputs (readable by the candidate phase) and
+// outputs (hidden from it: another user's 0700 folder, and an empty folder inside the sandbox), and
+// the candidate's scratch folder. Both runner processes start warm with the folder; the compile
+// runs while the reference does. Seeds are drawn fresh from std::random_device for every
+// evaluation unless EvalOptions::seed pins them.
 //
 // Thread-safety: Evaluate() may be called from several threads; each call owns its work folder.
 #ifndef KFORGE_EVAL_EVALUATOR_H_
@@ -14,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 
@@ -35,19 +38,35 @@ struct EvalOptions {
   std::optional<std::uint64_t> seed;                   // reproduce a run; default: fresh, secret
   std::filesystem::path work_root;                     // default: $TMPDIR/kforge-<uid>
   bool keep_work_dir = false;                          // keep the folder for debugging
+  // After each evaluation, prepare the next one's folder and warm runners (Python, torch and the
+  // device context start while nothing waits for them). For callers that evaluate many
+  // candidates in a row; costs two idle processes (and their device contexts) in between.
+  bool prepare_next = false;
 };
+
+class WorkSlot;
 
 class Evaluator {
  public:
   Evaluator(CompileService& compiler, EvalOptions options);
+  ~Evaluator();
 
   // Always returns a verdict; failures of the candidate, the task or KForge itself are statuses.
   Verdict Evaluate(const Task& task, const Backend& backend,
                    const std::filesystem::path& candidate, std::stop_token stop = {});
 
+  // Whether Evaluate() prepares the next slot (EvalOptions::prepare_next); a caller turns it off
+  // before its last evaluation.
+  void set_prepare_next(bool prepare) { options_.prepare_next = prepare; }
+
  private:
+  // A prepared slot for `backend`'s device, or a fresh one.
+  Result<std::unique_ptr<WorkSlot>> TakeSlot(const Backend& backend);
+
   CompileService& compiler_;
   EvalOptions options_;
+  std::mutex mu_;
+  std::unique_ptr<WorkSlot> prepared_;  // guarded by mu_
 };
 
 }  // namespace kforge

@@ -1,0 +1,138 @@
+#include "runner_process.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "kforge/core/files.h"
+#include "kforge/core/hash.h"
+#include "kforge/target/probe.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr auto kReadable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec;
+
+// The runner's environment: an allow-list, so that API keys and the like never reach candidates.
+std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs::path& scratch) {
+  std::vector<std::string> env;
+  static const char* kPassThrough[] = {"PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CUDA_HOME",
+                                       "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+                                       "HIP_VISIBLE_DEVICES", "ROCM_PATH", "OCL_ICD_VENDORS",
+                                       "OCL_ICD_FILENAMES", "POCL_DEVICES", "OMP_NUM_THREADS",
+                                       "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
+  for (const char* name : kPassThrough) {
+    if (const char* value = std::getenv(name)) env.push_back(fmt::format("{}={}", name, value));
+  }
+  std::string pythonpath = runner_dir.string();
+  for (const auto& extra : ExtraRunnerPythonPath()) pythonpath += ":" + extra.string();
+  env.push_back("PYTHONPATH=" + pythonpath);
+  env.push_back("HOME=" + scratch.string());
+  env.push_back("TRITON_CACHE_DIR=" + (scratch / ".triton").string());
+  env.push_back("TORCH_EXTENSIONS_DIR=" + (scratch / ".torch_extensions").string());
+  env.push_back("PYTHONDONTWRITEBYTECODE=1");
+  env.push_back("PYTHONUNBUFFERED=1");
+  return env;
+}
+
+}  // namespace
+
+std::vector<fs::path> ExtraRunnerPythonPath() {
+  std::vector<fs::path> paths;
+  const char* extra = std::getenv("KFORGE_RUNNER_PYTHONPATH");
+  if (extra == nullptr) return paths;
+  std::string_view rest(extra);
+  while (!rest.empty()) {
+    std::size_t colon = rest.find(':');
+    std::string_view item = rest.substr(0, colon);
+    if (!item.empty()) paths.emplace_back(std::string(item));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+  }
+  return paths;
+}
+
+Result<fs::path> InstallRunner(const fs::path& work_root) {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  const fs::path source = KforgeHome() / "runner" / "kforge_runner";
+  if (!fs::exists(source / "__main__.py")) {
+    return Unavailable(fmt::format(
+        "the runner package is missing at {} (set KFORGE_HOME to KForge's source folder)",
+        source.string()));
+  }
+  Hasher hasher;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(source)) {
+    if (e.is_regular_file() && e.path().extension() != ".pyc") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    auto text = ReadFile(f);
+    if (!text) return std::unexpected(text.error());
+    hasher.Add(fs::relative(f, source).string()).Add(*text);
+  }
+  const fs::path target = work_root / fmt::format("runner-{}", hasher.Hex().substr(0, 16));
+  if (fs::exists(target / "kforge_runner" / "__main__.py")) return target;
+  const fs::path tmp = work_root / fmt::format(".runner-{}", ::getpid());
+  fs::remove_all(tmp);
+  std::error_code ec;
+  fs::create_directories(tmp, ec);
+  fs::copy(source, tmp / "kforge_runner", fs::copy_options::recursive, ec);
+  if (ec) return IoError(fmt::format("cannot copy the runner to {}: {}", tmp.string(), ec.message()));
+  for (const auto& e : fs::recursive_directory_iterator(tmp)) {
+    fs::permissions(e.path(), e.is_directory() ? kReadable : kReadable & ~(fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec) , ec);
+  }
+  fs::permissions(tmp, kReadable, ec);
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove_all(tmp);
+    if (!fs::exists(target)) return IoError(fmt::format("cannot install the runner: {}", ec.message()));
+  }
+  return target;
+}
+
+Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_dir,
+                            const fs::path& scratch, const SandboxPolicy& policy,
+                            const ResourceLimits& limits, std::stop_token stop) {
+  if (!launch.job_json.empty()) {
+    KFORGE_RETURN_IF_ERROR(WriteFile(launch.job_file, launch.job_json));
+    std::error_code ec;
+    fs::permissions(launch.job_file, kReadable & ~fs::perms::others_exec & ~fs::perms::group_exec &
+                                         ~fs::perms::owner_exec, ec);
+  }
+  if (RunnerPython().empty()) {
+    return Unavailable(
+        "no Python with torch for the runner: apt-get install python3-torch, or set "
+        "KFORGE_PYTHON to an interpreter that can import torch");
+  }
+  ProcessSpec spec;
+  spec.argv = {RunnerPython(), "-m", "kforge_runner", "--job", launch.job_file.string(),
+               "--result-fd", std::to_string(kResultFd)};
+  if (!launch.preload.empty()) spec.argv.insert(spec.argv.end(), {"--preload", launch.preload});
+  spec.env = RunnerEnvironment(runner_dir, scratch);
+  spec.cwd = scratch;
+  spec.timeout = launch.timeout;
+  spec.deadline = launch.deadline;
+  spec.limits = limits;
+  spec.result_pipe = true;
+  auto start = SteadyClock::now();
+  SandboxPolicy with_site = policy;
+  for (const auto& extra : ExtraRunnerPythonPath()) with_site.visible_paths.push_back(extra);
+  auto wrapped = DefaultSandbox()->Wrap(std::move(spec), with_site);
+  auto r = RunProcess(wrapped, stop);
+  if (!r) return std::unexpected(r.error());
+  return RunnerRun{std::move(*r), std::chrono::duration<double>(SteadyClock::now() - start).count()};
+}
+
+std::int64_t SteadyNanos(SteadyClock::time_point t) {
+  return std::chrono::nanoseconds(t.time_since_epoch()).count();
+}
+
+
+}  // namespace kforge

@@ -1,0 +1,147 @@
+#include "work_slot.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "kforge/core/files.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uid_t kNobody = 65534;
+constexpr auto kReadable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec;
+constexpr auto kReadableFile = fs::perms::owner_read | fs::perms::owner_write |
+                               fs::perms::group_read | fs::perms::others_read;
+constexpr auto kTraversable = fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec;
+
+}  // namespace
+
+WarmRunner::WarmRunner(RunnerLaunch launch, fs::path runner_dir, fs::path scratch,
+                       SandboxPolicy policy, ResourceLimits limits)
+    : launch_(std::move(launch)), policy_(std::move(policy)) {
+  future_ = std::async(std::launch::async, [this, runner_dir = std::move(runner_dir),
+                                            scratch = std::move(scratch), limits] {
+    return RunRunner(launch_, runner_dir, scratch, policy_, limits, stop_.get_token());
+  });
+}
+
+WarmRunner::~WarmRunner() {
+  if (future_.valid()) {
+    stop_.request_stop();
+    future_.wait();
+  }
+}
+
+bool WarmRunner::alive() const {
+  return future_.valid() && future_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+}
+
+Result<RunnerRun> WarmRunner::Run(const std::string& job_json, std::chrono::seconds timeout,
+                                  std::stop_token stop) {
+  if (!alive()) {
+    if (future_.valid()) {
+      auto early = future_.get();
+      return Unavailable(fmt::format(
+          "the warm runner ended before its job was ready{}",
+          early ? ": " + early->process.stderr_text.substr(0, 2000) : ": " + early.error().message));
+    }
+    return Internal("WarmRunner::Run called twice");
+  }
+  std::stop_callback forward(stop, [this] { stop_.request_stop(); });
+  const fs::path staged = launch_.job_file.string() + ".staged";
+  KFORGE_RETURN_IF_ERROR(WriteFile(staged, job_json));
+  std::error_code ec;
+  fs::permissions(staged, kReadableFile, ec);
+  const auto published = SteadyClock::now();
+  launch_.deadline->store(SteadyNanos(published + timeout));
+  fs::rename(staged, launch_.job_file, ec);
+  if (ec) return IoError("cannot publish the runner's job: " + ec.message());
+  auto run = future_.get();
+  seconds_since_job_ = std::chrono::duration<double>(SteadyClock::now() - published).count();
+  return run;
+}
+
+WorkSlot::WorkSlot(SlotConfig config, fs::path work)
+    : config_(std::move(config)), work_(std::move(work)) {}
+
+WorkSlot::~WorkSlot() {
+  reference_.reset();
+  candidate_.reset();
+  if (!config_.keep) {
+    std::error_code ec;
+    fs::remove_all(work_, ec);
+  }
+}
+
+Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
+  std::error_code ec;
+  fs::create_directories(config.work_root, ec);
+  fs::permissions(config.work_root, kTraversable, ec);
+  std::string tmpl = (config.work_root / "eval-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return IoError(fmt::format("cannot create a work folder under {}", config.work_root.string()));
+  }
+  std::unique_ptr<WorkSlot> slot(new WorkSlot(config, fs::path(tmpl)));
+  fs::permissions(slot->work(), kTraversable, ec);
+  for (const auto& dir : {slot->ref_dir(), slot->inputs_dir(), slot->outputs_dir(),
+                          slot->cand_dir()}) {
+    fs::create_directories(dir, ec);
+    if (ec) return IoError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  }
+  fs::permissions(slot->ref_dir(), kTraversable, ec);
+  fs::permissions(slot->inputs_dir(), kReadable, ec);
+  fs::permissions(slot->outputs_dir(), fs::perms::owner_all, ec);
+  if (::geteuid() == 0 && ::chown(slot->cand_dir().c_str(), kNobody, kNobody) != 0) {
+    return IoError("cannot hand the scratch folder to user nobody");
+  }
+  fs::permissions(slot->cand_dir(), fs::perms::owner_all, ec);
+
+  const auto far = SteadyClock::now() + config.max_wait;
+  // The reference is the task's own code: it runs as KForge's user (it writes the outputs only
+  // that user may read), sandboxed, with ref/ as its one writable folder.
+  SandboxPolicy ref_policy;
+  ref_policy.scratch_dir = slot->ref_dir();
+  ref_policy.drop_privileges = false;
+  ref_policy.visible_paths = {config.work_root};
+  ResourceLimits ref_limits;
+  if (!config.uses_accelerator) ref_limits.address_space_bytes = config.memory_limit_bytes;
+  slot->reference_ = std::make_unique<WarmRunner>(
+      RunnerLaunch{.job_file = slot->work() / "reference-job.json",
+                   .job_json = "",
+                   .preload = config.device,
+                   .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
+                   .timeout = std::chrono::seconds(0)},
+      config.runner_dir, slot->ref_dir(), ref_policy, ref_limits);
+
+  // The candidate: another user, no network, read-only except its scratch folder, the
+  // reference's outputs hidden.
+  SandboxPolicy cand_policy;
+  cand_policy.scratch_dir = slot->cand_dir();
+  cand_policy.visible_paths = {config.work_root};
+  cand_policy.hidden_paths = {slot->outputs_dir()};
+  ResourceLimits cand_limits;
+  if (!config.uses_accelerator) cand_limits.address_space_bytes = config.memory_limit_bytes;
+  cand_limits.processes = config.process_limit;
+  cand_limits.file_size_bytes = 16ull << 30;
+  slot->candidate_ = std::make_unique<WarmRunner>(
+      RunnerLaunch{.job_file = slot->work() / "candidate-job.json",
+                   .job_json = "",
+                   .preload = config.device,
+                   .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
+                   .timeout = std::chrono::seconds(0)},
+      config.runner_dir, slot->cand_dir(), cand_policy, cand_limits);
+  return slot;
+}
+
+void WorkSlot::SealReference() {
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(inputs_dir(), ec)) {
+    fs::permissions(e.path(), e.is_directory() ? kReadable : kReadableFile, ec);
+  }
+  fs::permissions(outputs_dir(), fs::perms::owner_all, ec);
+}
+
+}  // namespace kforge

@@ -1,0 +1,104 @@
+// A work slot: one evaluation's private folder and its two runner processes (reference and
+// candidate), started warm before their jobs exist. Preparing the next slot while the current
+// evaluation runs takes Python's and the device's start-up off the next evaluation's clock.
+// Internal to src/eval.
+//
+// Folder layout (permissions matter: the candidate runs as another user where KForge is root):
+//   work/            0711  task.py, candidate.*, candidate.so, job files
+//   work/ref/        0711  the reference runner's writable folder
+//   work/ref/inputs  0755  inputs and state, read by the candidate phase
+//   work/ref/outputs 0700  reference outputs: never readable by, and hidden from, the candidate
+//   work/cand/       0700  the candidate's scratch folder, owned by the candidate's user
+//
+// Thread-safety: a slot is used by one evaluation at a time.
+#ifndef KFORGE_SRC_EVAL_WORK_SLOT_H_
+#define KFORGE_SRC_EVAL_WORK_SLOT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "kforge/core/error.h"
+#include "runner_process.h"
+
+namespace kforge {
+
+struct SlotConfig {
+  std::filesystem::path work_root;
+  std::filesystem::path runner_dir;
+  std::string device;          // the runners' torch device
+  bool uses_accelerator = false;
+  std::uint64_t memory_limit_bytes = 0;  // address space of CPU-target runners
+  std::uint64_t process_limit = 0;
+  bool keep = false;           // keep the folder after the evaluation
+  std::chrono::seconds max_wait{1800};  // how long a warm runner waits for its job
+
+  bool operator==(const SlotConfig&) const = default;
+};
+
+// A runner process started before its job exists (runner/PROTOCOL.md, "Warm start").
+class WarmRunner {
+ public:
+  WarmRunner(RunnerLaunch launch, std::filesystem::path runner_dir, std::filesystem::path scratch,
+             SandboxPolicy policy, ResourceLimits limits);
+  ~WarmRunner();  // kills the process if its job never came
+  WarmRunner(const WarmRunner&) = delete;
+  WarmRunner& operator=(const WarmRunner&) = delete;
+
+  // False once the process has ended (it may have died while waiting).
+  bool alive() const;
+
+  // Publishes the job (readable, by atomic rename), starts the `timeout` clock, waits for the end.
+  Result<RunnerRun> Run(const std::string& job_json, std::chrono::seconds timeout,
+                        std::stop_token stop);
+
+  // Seconds from publishing the job to the end of the process (after Run).
+  double seconds_since_job() const { return seconds_since_job_; }
+  const SandboxPolicy& policy() const { return policy_; }
+
+ private:
+  RunnerLaunch launch_;
+  SandboxPolicy policy_;
+  std::stop_source stop_;
+  std::future<Result<RunnerRun>> future_;
+  double seconds_since_job_ = 0;
+};
+
+class WorkSlot {
+ public:
+  // Creates the folder and starts both runners.
+  static Result<std::unique_ptr<WorkSlot>> Prepare(const SlotConfig& config);
+  ~WorkSlot();
+
+  const SlotConfig& config() const { return config_; }
+  const std::filesystem::path& work() const { return work_; }
+  std::filesystem::path task_file() const { return work_ / "task.py"; }
+  std::filesystem::path ref_dir() const { return work_ / "ref"; }
+  std::filesystem::path inputs_dir() const { return work_ / "ref" / "inputs"; }
+  std::filesystem::path outputs_dir() const { return work_ / "ref" / "outputs"; }
+  std::filesystem::path cand_dir() const { return work_ / "cand"; }
+
+  WarmRunner& reference() { return *reference_; }
+  WarmRunner& candidate() { return *candidate_; }
+  bool alive() const { return reference_->alive() && candidate_->alive(); }
+
+  // Makes the reference's inputs readable by the candidate and its outputs private again (the
+  // reference runs as KForge's user with the usual umask).
+  void SealReference();
+
+ private:
+  WorkSlot(SlotConfig config, std::filesystem::path work);
+
+  SlotConfig config_;
+  std::filesystem::path work_;
+  std::unique_ptr<WarmRunner> reference_;
+  std::unique_ptr<WarmRunner> candidate_;
+};
+
+}  // namespace kforge
+
+#endif  // KFORGE_SRC_EVAL_WORK_SLOT_H_

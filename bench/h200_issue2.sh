@@ -20,6 +20,12 @@ export KFORGE_PYTHON=$(command -v python3) KFORGE_CACHE_DIR=/tmp/kforge-cache
   python3 -c "import torch, triton, pyopencl; print('torch', torch.__version__, 'triton', triton.__version__, 'pyopencl', pyopencl.VERSION_TEXT)"
   kforge targets
 } 2>&1 | tee "$OUT/environment.txt"
-KFORGE_FIXTURE_WHERE=h200 fixtures_gpu_test 2>&1 | grep -vE '^\[ +(RUN|OK) ' > "$OUT/fixtures_h200.log"
-grep -E '^\[  (PASSED|FAILED|SKIPPED) |evaluate:|tests? (ran|from)' "$OUT/fixtures_h200.log" | tail -60
-KFORGE=kforge bench/eval_speed.sh 7 2 2>&1 | tee "$OUT/eval_speed.txt"
+# FIXTURE_FILTER (gtest syntax) picks cases; SPEED_N / SPEED_M size the speed runs.
+fixtures() {  # fixtures NAME FILTER
+  KFORGE_FIXTURE_WHERE=h200 fixtures_gpu_test --gtest_filter="$2" 2>&1 |
+    grep -vE '^\[ +(RUN|OK) ' > "$OUT/fixtures_$1.log"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |evaluate:' "$OUT/fixtures_$1.log" | tail -40
+}
+fixtures opencl '*nvidia_opencl*'
+KFORGE=kforge bench/eval_speed.sh "${SPEED_N:-7}" "${SPEED_M:-2}" 2>&1 | tee "$OUT/eval_speed.txt"
+fixtures cuda_triton '*nvidia_cuda*:*nvidia_triton*'

@@ -20,7 +20,7 @@ export KFORGE_PYTHON=$(command -v python3) KFORGE_CACHE_DIR=/tmp/kforge-cache
   python3 -c "import torch, triton, pyopencl; print('torch', torch.__version__, 'triton', triton.__version__, 'pyopencl', pyopencl.VERSION_TEXT)"
   kforge targets
 } 2>&1 | tee "$OUT/environment.txt"
-# FIXTURE_FILTER (gtest syntax) picks cases; SPEED_N / SPEED_M size the speed runs.
+# SPEED_N / SPEED_M size the speed runs; FIXTURES_CUDA_TRITON=0 skips those fixtures.
 fixtures() {  # fixtures NAME FILTER
   KFORGE_FIXTURE_WHERE=h200 fixtures_gpu_test --gtest_filter="$2" 2>&1 |
     grep -vE '^\[ +(RUN|OK) ' > "$OUT/fixtures_$1.log"
@@ -28,4 +28,4 @@ fixtures() {  # fixtures NAME FILTER
 }
 fixtures opencl '*nvidia_opencl*'
 KFORGE=kforge bench/eval_speed.sh "${SPEED_N:-7}" "${SPEED_M:-2}" 2>&1 | tee "$OUT/eval_speed.txt"
-fixtures cuda_triton '*nvidia_cuda*:*nvidia_triton*'
+[ "${FIXTURES_CUDA_TRITON:-1}" = 1 ] && fixtures cuda_triton '*nvidia_cuda*:*nvidia_triton*'

@@ -151,13 +151,6 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       spdlog::warn("kept the work folder {}", slot->work().string());
     }
     slot.reset();  // stops unused runners, removes the folder
-    if (options_.prepare_next) {
-      auto next = TakeSlot(backend);  // a fresh slot, warming up for the next evaluation
-      if (next) {
-        std::lock_guard lock(mu_);
-        prepared_ = std::move(*next);
-      }
-    }
     return v;
   };
   auto infra = [&](const Error& e) {
@@ -188,6 +181,14 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   auto taken = TakeSlot(backend);
   if (!taken) return infra(taken.error());
   slot = std::move(*taken);
+  if (options_.prepare_next) {
+    // The next evaluation's runners warm up (Python, torch, device context) while this one runs.
+    auto next = TakeSlot(backend);
+    if (next) {
+      std::lock_guard lock(mu_);
+      prepared_ = std::move(*next);
+    }
+  }
   const fs::path task_file = slot->task_file();
   const fs::path candidate_file = slot->work() / ("candidate" + candidate.extension().string());
   std::error_code ec;

@@ -30,6 +30,27 @@ std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs:
   for (const char* name : kPassThrough) {
     if (const char* value = std::getenv(name)) env.push_back(fmt::format("{}={}", name, value));
   }
+  // ICD loaders differ: some read OCL_ICD_FILENAMES, others (the one in pyopencl's wheels) only
+  // a vendors folder. Offer the host's list both ways.
+  const char* filenames = std::getenv("OCL_ICD_FILENAMES");
+  if (filenames != nullptr && *filenames != '\0' && std::getenv("OCL_ICD_VENDORS") == nullptr) {
+    const fs::path vendors = runner_dir.parent_path() / "opencl-vendors";
+    std::error_code ec;
+    fs::create_directories(vendors, ec);
+    fs::permissions(vendors, kReadable, ec);
+    std::string_view rest(filenames);
+    for (int i = 0; !rest.empty(); ++i) {
+      std::size_t colon = rest.find(':');
+      std::string_view library = rest.substr(0, colon);
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      const fs::path icd = vendors / fmt::format("{:02}.icd", i);
+      if (!library.empty() && WriteFile(icd, std::string(library) + "\n")) {
+        fs::permissions(icd, fs::perms::owner_read | fs::perms::owner_write |
+                                 fs::perms::group_read | fs::perms::others_read, ec);
+      }
+    }
+    env.push_back("OCL_ICD_VENDORS=" + vendors.string());
+  }
   std::string pythonpath = runner_dir.string();
   for (const auto& extra : ExtraRunnerPythonPath()) pythonpath += ":" + extra.string();
   env.push_back("PYTHONPATH=" + pythonpath);

@@ -52,7 +52,10 @@ std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs:
     env.push_back("OCL_ICD_VENDORS=" + vendors.string());
   }
   std::string pythonpath = runner_dir.string();
-  for (const auto& extra : ExtraRunnerPythonPath()) pythonpath += ":" + extra.string();
+  for (const auto& extra : ExtraRunnerPythonPath()) {
+    pythonpath += ":";
+    pythonpath += extra.string();
+  }
   env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("HOME=" + scratch.string());
   env.push_back("TRITON_CACHE_DIR=" + (scratch / ".triton").string());

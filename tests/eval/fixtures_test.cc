@@ -122,3 +122,41 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CompileFixtureTest);
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// Fault containment: every hostile candidate in turn through one Evaluator, then an honest one,
+// which must still pass: the orchestrator carries on and nothing leaks into the next evaluation.
+TEST(FaultContainmentTest, OrchestratorCarriesOnAfterEveryFault) {
+  std::vector<FixtureCase> faults;
+  FixtureCase honest;
+  for (const auto& c : testing::LoadFixtureCases({"ci"})) {
+    if (c.task != "relu") continue;
+    if (c.expect == "crashed" || c.expect == "timeout" || c.expect == "out_of_memory" ||
+        c.expect == "sandbox_violation" || c.expect == "resource_limit") {
+      faults.push_back(c);
+    } else if (c.expect == "correct" && c.target == "cpu/cpp" &&
+               c.candidate.ends_with("honest.cpp")) {
+      honest = c;
+    }
+  }
+  ASSERT_GE(faults.size(), 6u);
+  ASSERT_FALSE(honest.candidate.empty());
+  if (!AvailabilityOf("cpu/cpp").usable()) GTEST_SKIP() << "cpu/cpp is not usable here";
+  auto task = TaskOf(honest);
+  ASSERT_TRUE(task) << task.error().message;
+  auto backend = NewBackend(*Target::Parse("cpu/cpp"));
+  CompileService compiler;
+  Evaluator evaluator(compiler, TestOptions());
+  for (const auto& fault : faults) {
+    Verdict v = evaluator.Evaluate(*task, *backend, testing::SourceTree() / fault.candidate);
+    EXPECT_EQ(EvalStatusName(v.status), fault.expect) << fault.candidate << "\n" << v.ToText();
+    Verdict after = evaluator.Evaluate(*task, *backend, testing::SourceTree() / honest.candidate);
+    EXPECT_EQ(after.status, EvalStatus::kCorrect)
+        << "after " << fault.candidate << ":\n" << after.ToText();
+  }
+}
+
+}  // namespace
+}  // namespace kforge

@@ -36,6 +36,8 @@ struct EvalArgs {
   int timeout_s = 0;
   double memory_limit_gib = 8;
   std::vector<std::string> overrides;  // NAME=JSON
+  bool no_guardrails = false;
+  bool allow_reference_ops = false;
 };
 
 // Exit codes, stated in --help.
@@ -153,6 +155,8 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
   EvalOptions options;
   options.trials = args.trials;
   options.keep_work_dir = args.keep_work;
+  options.static_guardrails = !args.no_guardrails;
+  options.allow_reference_ops = args.allow_reference_ops;
   options.memory_limit_bytes = static_cast<std::uint64_t>(args.memory_limit_gib * (1ull << 30));
   if (args.seed != 0) options.seed = args.seed;
   if (args.timeout_s > 0) {
@@ -256,6 +260,12 @@ void AddEvalCommand(CLI::App& app) {
   cmd->add_option("--memory-limit", args->memory_limit_gib,
                   "Address-space limit of CPU-target runner processes, GiB")
       ->default_val(8);
+  cmd->add_flag("--no-guardrails", args->no_guardrails,
+                "Skip the static guardrails (EVAL-PROTOCOL) that reject candidates before "
+                "compiling; the runtime checks and the sandbox still apply");
+  cmd->add_flag("--allow-reference-ops", args->allow_reference_ops,
+                "Let candidates call PyTorch's compute ops (torch.*, F.*, nn submodules) in the "
+                "forward path instead of rejecting them");
   cmd->add_flag("--keep-work", args->keep_work, "Keep the evaluation's work folder for debugging");
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")->default_val("kforge-runs");
   cmd->add_flag("--no-store", args->no_store, "Do not store the verdict");

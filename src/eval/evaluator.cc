@@ -11,6 +11,7 @@
 
 #include "kforge/core/files.h"
 #include "kforge/core/sandbox.h"
+#include "kforge/eval/guardrails.h"
 #include "runner_process.h"
 #include "runner_protocol.h"
 #include "work_slot.h"
@@ -176,6 +177,25 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   }
   auto source = ReadFile(candidate);
   if (!source) return infra(source.error());
+
+  // Step: static guardrails (EVAL-PROTOCOL), before anything compiles or starts; the findings
+  // are written for the model that produced the candidate.
+  if (options_.static_guardrails) {
+    GuardrailOptions guard;
+    guard.policy = v.policy;
+    guard.allow_reference_ops = options_.allow_reference_ops;
+    guard.task_low_precision = TaskUsesLowPrecision(task.source);
+    guard.task_dimensions = TaskDimensions(task);
+    const GuardrailReport report = CheckCandidate(*source, backend.target().model, *kind, guard);
+    v.guardrail_flags = report.FlagLines();
+    if (report.rejected()) {
+      v.status = EvalStatus::kGuardrail;
+      v.message = "the static guardrails rejected the candidate before compiling it; each finding "
+                  "says what was found, why it is not allowed and what to do instead";
+      v.diagnostics = report.FormatRejects();
+      return finish();
+    }
+  }
 
   // Step: the evaluation's folder, with both runners already warming up.
   auto taken = TakeSlot(backend);

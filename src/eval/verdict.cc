@@ -55,6 +55,7 @@ std::string Verdict::ToJson() const {
                      {"constant", degenerate.constant},
                      {"constant_passes", degenerate.constant_passes},
                      {"nondeterministic", degenerate.nondeterministic}};
+  j["guardrail_flags"] = guardrail_flags;
   j["seconds"] = {{"compile", compile_seconds},
                   {"reference", reference_seconds},
                   {"candidate", candidate_seconds},
@@ -81,6 +82,7 @@ std::string Verdict::ToText() const {
     out += fmt::format("  DEGENERATE TASK: {} — a pass here proves little; reported apart\n",
                        degenerate.Describe());
   }
+  for (const auto& flag : guardrail_flags) out += fmt::format("  guardrail flag: {}\n", flag);
   if (!diagnostics.empty()) {
     out += "  diagnostics:\n";
     std::size_t start = 0;

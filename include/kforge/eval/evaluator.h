@@ -42,6 +42,12 @@ struct EvalOptions {
   // device context start while nothing waits for them). For callers that evaluate many
   // candidates in a row; costs two idle processes (and their device contexts) in between.
   bool prepare_next = false;
+  // Static guardrails (src/eval/guardrails.h) before anything compiles: a reject ends the
+  // evaluation with status `guardrail`, flags go into the verdict. Default on; off only to test
+  // what the sandbox does with candidates the guardrails would stop.
+  bool static_guardrails = true;
+  // The target lets candidates call the reference framework's compute ops in the forward path.
+  bool allow_reference_ops = false;
 };
 
 class WorkSlot;

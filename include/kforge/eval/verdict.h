@@ -54,6 +54,9 @@ struct Verdict {
   Tolerance tolerance;
   std::vector<TrialVerdict> trials;
   DegenerateFlags degenerate;
+  // Static guardrail findings that did not reject the candidate, one line each ("line 12:
+  // [hardcoded-shape] ..."); a rejected candidate's findings are in `diagnostics`.
+  std::vector<std::string> guardrail_flags;
   bool compile_cache_hit = false;
   double compile_seconds = 0;
   double reference_seconds = 0;

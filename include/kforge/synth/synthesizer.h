@@ -1,0 +1,86 @@
+// Synthesizer: the two-agent loop that turns a task into a verified kernel for one target.
+//
+// Per sample, each step is a script of named steps, each logged:
+//   check budgets → (optimization: analyse the best correct candidate) → generate → record
+//   candidate → evaluate (guardrails, compile, correctness) → select
+// Functional passes repeat until a candidate is correct (at most max_functional_attempts); then
+// optimization passes start from the sample's best correct candidate with the analysis agent's
+// recommendations. A malformed answer, a compile error or a mismatch becomes the next functional
+// prompt's feedback. Samples run concurrently; the best candidate over all samples is kept by
+// IsBetter() and never replaced by a worse one.
+//
+// Everything goes to the run store: the task, candidates (parent, sample, iteration, pass kind,
+// the call that produced them), evaluations, LLM calls (through the agents' LlmCallLog) and
+// recommendations. Resume: run the same configuration against the same run id and store. Finished
+// LLM calls are answered from the store (LlmCallLog), a candidate already recorded for that call
+// is not added again, and a candidate whose source was already evaluated in this run reuses that
+// evaluation instead of running again.
+//
+// Ownership: the Synthesizer borrows the store, evaluator and backend (they must outlive Run())
+// and shares the providers and the budget. Run() is called once, from one thread; it owns the
+// loop's state and runs samples on its own thread pool.
+#ifndef KFORGE_SYNTH_SYNTHESIZER_H_
+#define KFORGE_SYNTH_SYNTHESIZER_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kforge/core/error.h"
+#include "kforge/eval/evaluator.h"
+#include "kforge/llm/budget.h"
+#include "kforge/llm/provider.h"
+#include "kforge/prompt/device_facts.h"
+#include "kforge/prompt/generation_inputs.h"
+#include "kforge/prompt/prompt_renderer.h"
+#include "kforge/store/run_store.h"
+#include "kforge/synth/candidate_ranking.h"
+#include "kforge/synth/progress.h"
+#include "kforge/synth/synthesis_options.h"
+#include "kforge/target/backend.h"
+#include "kforge/task/task.h"
+
+namespace kforge::synth {
+
+struct SynthesisSetup {
+  store::RunStore* store = nullptr;  // required; the run row `run_id` must exist
+  std::string run_id;
+  Task task;
+  const Backend* backend = nullptr;  // required; its target is the synthesis target
+  Evaluator* evaluator = nullptr;    // required
+  std::shared_ptr<llm::Provider> generation_provider;  // required
+  std::shared_ptr<llm::Provider> analysis_provider;    // null: the generation provider
+  std::shared_ptr<llm::Budget> budget;                 // null: no token or money limit
+  std::optional<PromptRenderer> renderer;              // unset: KforgeHome()/templates
+  std::optional<DeviceFacts> device;                   // facts for the prompts, when known
+  std::optional<TranslationSource> translate_from;     // cross-platform translation
+  SynthesisOptions options;
+  ProgressCallback on_progress;  // optional
+};
+
+struct SynthesisResult {
+  std::optional<EvaluatedCandidate> best;  // the best candidate of all samples, if any was evaluated
+  std::filesystem::path best_path;         // <run_dir>/best/<file> when best is correct, else empty
+  int steps = 0;                           // generation steps taken over all samples
+  std::string stop_reason;                 // why the loop ended, for the terminal
+};
+
+class Synthesizer {
+ public:
+  explicit Synthesizer(SynthesisSetup setup);
+  ~Synthesizer();
+  Synthesizer(const Synthesizer&) = delete;
+  Synthesizer& operator=(const Synthesizer&) = delete;
+
+  // Runs every sample to its end. Errors: a missing dependency in the setup, a store failure.
+  // Failures of the model or the candidate are not errors: they are steps of the loop.
+  Result<SynthesisResult> Run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kforge::synth
+
+#endif  // KFORGE_SYNTH_SYNTHESIZER_H_

@@ -1,0 +1,525 @@
+#include "kforge/synth/synthesizer.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "kforge/agent/analysis_agent.h"
+#include "kforge/agent/generation_agent.h"
+#include "kforge/agent/llm_call_log.h"
+#include "kforge/core/files.h"
+#include "kforge/core/thread_pool.h"
+
+namespace kforge::synth {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The fields of a stored verdict the loop uses again (feedback and selection); the JSON is parsed
+// here, at the edge, and nowhere else in the loop.
+Verdict VerdictFromStored(const store::EvaluationRecord& record) {
+  Verdict verdict;
+  verdict.status = record.status;
+  verdict.target = record.target;
+  verdict.total_seconds = record.wall_s;
+  auto json = nlohmann::json::parse(record.verdict_json, nullptr, false);
+  if (json.is_object()) {
+    verdict.message = json.value("message", "");
+    verdict.diagnostics = json.value("diagnostics", "");
+    if (auto seconds = json.find("seconds"); seconds != json.end() && seconds->is_object()) {
+      verdict.compile_seconds = seconds->value("compile", 0.0);
+      verdict.reference_seconds = seconds->value("reference", 0.0);
+      verdict.candidate_seconds = seconds->value("candidate", 0.0);
+    }
+  }
+  return verdict;
+}
+
+// What the optimization prompt and the analysis agent are told about speed. There is no kernel
+// timing yet, so they are told that, not handed a process wall time as if it were one.
+std::string TimingText(const Verdict& verdict) {
+  return fmt::format(
+      "not measured yet (no timing in this build); the correctness run took {:.2f} s of wall "
+      "time including process start-up, which is not a kernel time",
+      verdict.candidate_seconds);
+}
+
+std::string Describe(const std::optional<EvaluatedCandidate>& best) {
+  if (!best) return "none";
+  return fmt::format("{} (sample {}, iteration {})", EvalStatusName(best->verdict.status),
+                     best->sample, best->iteration);
+}
+
+// One sample's conversation state; owned by the thread running that sample.
+struct SampleState {
+  int sample = 0;
+  std::string stream;                               // "sample-N": the LLM call stream
+  std::optional<PreviousCandidate> feedback;        // for the next functional prompt
+  std::optional<std::string> last_candidate_id;     // parent of the next functional candidate
+  std::optional<EvaluatedCandidate> best_correct;   // this sample's best correct candidate
+  int functional_attempts = 0;
+  int optimization_attempts = 0;
+  std::string stop_reason;
+};
+
+}  // namespace
+
+struct Synthesizer::Impl {
+  explicit Impl(SynthesisSetup s)
+      : setup(std::move(s)),
+        renderer(setup.renderer ? *setup.renderer : PromptRenderer()) {}
+
+  Status CheckSetup() const;
+  Status StepRegisterTask();
+  std::optional<std::string> StepCheckBudgets() const;
+  Status RunSample(SampleState& state);
+  Result<std::vector<Recommendation>> StepAnalyse(SampleState& state, int iteration);
+  Result<agent::GenerationAnswer> StepGenerate(SampleState& state, GenerationPass pass,
+                                               const std::vector<Recommendation>& advice);
+  Result<store::CandidateRecord> StepRecordCandidate(const SampleState& state,
+                                                     const agent::GenerationAnswer& answer,
+                                                     GenerationPass pass, int iteration);
+  Result<EvaluatedCandidate> StepEvaluate(const store::CandidateRecord& candidate,
+                                          const ParsedCandidate& parsed);
+  void StepSelect(SampleState& state, const EvaluatedCandidate& evaluated);
+  Result<fs::path> StepWriteBest();
+  void Report(ProgressEvent event);
+  llm::CallOptions CallOptions() const;
+
+  SynthesisSetup setup;
+  PromptRenderer renderer;
+  std::string target_string;
+  std::unique_ptr<agent::LlmCallLog> log;
+  std::unique_ptr<agent::GenerationAgent> generation;
+  std::unique_ptr<agent::AnalysisAgent> analysis;
+  std::string task_id;
+  Clock::time_point start;
+  std::optional<Clock::time_point> deadline;
+
+  std::mutex mu;                            // guards the members below
+  std::optional<EvaluatedCandidate> best;   // the best candidate of all samples
+  int steps = 0;
+  std::mutex store_mu;  // serialises find-or-add of candidates and evaluations (resume dedupe)
+  std::mutex progress_mu;  // one progress callback at a time
+};
+
+Status Synthesizer::Impl::CheckSetup() const {
+  if (setup.store == nullptr || setup.backend == nullptr || setup.evaluator == nullptr ||
+      !setup.generation_provider || setup.run_id.empty()) {
+    return Internal("Synthesizer: store, run id, backend, evaluator and generation provider are required");
+  }
+  if (setup.options.iterations < 1 || setup.options.samples < 1) {
+    return InvalidArgument(fmt::format(
+        "iterations ({}) and samples ({}) must be at least 1", setup.options.iterations,
+        setup.options.samples));
+  }
+  return Ok();
+}
+
+// Step: register the task of the run (found again on resume).
+Status Synthesizer::Impl::StepRegisterTask() {
+  auto found = setup.store->FindTask(setup.run_id, setup.task.name);
+  if (!found) return std::unexpected(found.error());
+  if (found->has_value()) {
+    task_id = (*found)->id;
+    spdlog::info("task: {} already registered as {}", setup.task.name, task_id);
+    return Ok();
+  }
+  auto source_hash = setup.store->PutArtifact(setup.task.source);
+  if (!source_hash) return std::unexpected(source_hash.error());
+  nlohmann::json overrides = nlohmann::json::object();
+  for (const auto& o : setup.task.overrides) {
+    overrides[o.name] = nlohmann::json::parse(o.value_json, nullptr, false);
+  }
+  store::TaskRecord record;
+  record.run_id = setup.run_id;
+  record.name = setup.task.name;
+  record.source_hash = *source_hash;
+  record.metadata_json = nlohmann::json{{"origin", setup.task.origin},
+                                        {"policy", PrecisionPolicyName(setup.task.policy)},
+                                        {"overrides", overrides}}
+                             .dump();
+  auto added = setup.store->AddTask(record);
+  if (!added) return std::unexpected(added.error());
+  task_id = added->id;
+  spdlog::info("task: registered {} as {}", setup.task.name, task_id);
+  return Ok();
+}
+
+// Step: may another step start? The reason it may not, else nullopt.
+std::optional<std::string> Synthesizer::Impl::StepCheckBudgets() const {
+  if (deadline && Clock::now() >= *deadline) {
+    return fmt::format("wall-time budget of {} s reached", setup.options.max_wall_time->count());
+  }
+  if (setup.budget) {
+    if (auto can = setup.budget->CheckCanStart(); !can) return can.error().message;
+  }
+  return std::nullopt;
+}
+
+llm::CallOptions Synthesizer::Impl::CallOptions() const {
+  llm::CallOptions options;
+  options.deadline = deadline;
+  return options;
+}
+
+// Step: ask the analysis agent about the sample's best correct candidate. No advice (an answer
+// that does not parse) is not fatal: the optimization prompt goes without recommendations.
+Result<std::vector<Recommendation>> Synthesizer::Impl::StepAnalyse(SampleState& state,
+                                                                   int iteration) {
+  const EvaluatedCandidate& base = *state.best_correct;
+  AnalysisPromptInputs inputs;
+  inputs.task = setup.task;
+  inputs.target = setup.backend->target();
+  inputs.candidate_file_name = base.file_name;
+  inputs.candidate_source = base.source;
+  inputs.timing = TimingText(base.verdict);
+  inputs.device = setup.device;
+  inputs.max_recommendations = setup.options.max_recommendations;
+  auto answer = analysis->Analyse(inputs, base.candidate_id, state.stream, CallOptions());
+  if (!answer) return std::unexpected(answer.error());
+  if (!answer->recommendations) {
+    spdlog::info("[sample {} it {}] analyse: no usable advice; optimizing without it",
+                 state.sample, iteration);
+    return std::vector<Recommendation>{};
+  }
+  spdlog::info("[sample {} it {}] analyse: {} recommendation(s) for {}", state.sample, iteration,
+               answer->recommendations->size(), base.candidate_id);
+  return *answer->recommendations;
+}
+
+// Step: render the pass's prompt and ask the generation agent for a candidate.
+Result<agent::GenerationAnswer> Synthesizer::Impl::StepGenerate(
+    SampleState& state, GenerationPass pass, const std::vector<Recommendation>& advice) {
+  GenerationPromptInputs inputs;
+  inputs.task = setup.task;
+  inputs.target = setup.backend->target();
+  inputs.pass = pass;
+  inputs.device = setup.device;
+  inputs.translate_from = setup.translate_from;
+  if (pass == GenerationPass::kFunctional) {
+    inputs.attempt = state.functional_attempts + 1;
+    inputs.previous = state.feedback;
+  } else {
+    inputs.attempt = state.optimization_attempts + 1;
+    const EvaluatedCandidate& base = *state.best_correct;
+    inputs.previous = PreviousCandidate{.file_name = base.file_name,
+                                        .source = base.source,
+                                        .status = "correct",
+                                        .diagnostics = "",
+                                        .timing = TimingText(base.verdict)};
+    inputs.recommendations = advice;
+  }
+  return generation->Generate(inputs, state.stream, CallOptions());
+}
+
+// Step: store the candidate (once per LLM call: a resumed run finds the row it added before).
+Result<store::CandidateRecord> Synthesizer::Impl::StepRecordCandidate(
+    const SampleState& state, const agent::GenerationAnswer& answer, GenerationPass pass,
+    int iteration) {
+  std::lock_guard lock(store_mu);
+  if (answer.reused) {
+    auto existing = setup.store->ListCandidates(setup.run_id);
+    if (!existing) return std::unexpected(existing.error());
+    for (const auto& c : *existing) {
+      if (c.llm_call_id == answer.llm_call_id) return c;
+    }
+  }
+  auto source_hash = setup.store->PutArtifact(answer.candidate->source);
+  if (!source_hash) return std::unexpected(source_hash.error());
+  store::CandidateRecord record;
+  record.run_id = setup.run_id;
+  record.task_id = task_id;
+  record.parent_id = pass == GenerationPass::kOptimization
+                         ? std::optional<std::string>(state.best_correct->candidate_id)
+                         : state.last_candidate_id;
+  record.llm_call_id = answer.llm_call_id;
+  record.sample = state.sample;
+  record.iteration = iteration;
+  record.pass_kind = pass == GenerationPass::kOptimization ? store::PassKind::kOptimization
+                                                           : store::PassKind::kFunctional;
+  record.target = target_string;
+  record.source_hash = *source_hash;
+  return setup.store->AddCandidate(record);
+}
+
+// Step: evaluate the candidate (guardrails, compile, correctness) — or reuse the evaluation of an
+// identical source in this run.
+Result<EvaluatedCandidate> Synthesizer::Impl::StepEvaluate(const store::CandidateRecord& candidate,
+                                                           const ParsedCandidate& parsed) {
+  EvaluatedCandidate evaluated{.candidate_id = candidate.id,
+                               .file_name = parsed.file_name,
+                               .source = parsed.source,
+                               .path = setup.store->run_dir() / "candidates" / candidate.id /
+                                       parsed.file_name,
+                               .sample = candidate.sample,
+                               .iteration = candidate.iteration,
+                               .verdict = {}};
+  if (auto made = MakeDirs(evaluated.path.parent_path()); !made) {
+    return std::unexpected(made.error());
+  }
+  if (auto written = WriteFile(evaluated.path, parsed.source); !written) {
+    return std::unexpected(written.error());
+  }
+
+  {
+    std::lock_guard lock(store_mu);
+    auto rows = setup.store->ListEvaluationRows(setup.run_id);
+    if (!rows) return std::unexpected(rows.error());
+    const store::EvaluationRecord* same_source = nullptr;
+    for (const auto& row : *rows) {
+      if (row.candidate.source_hash != candidate.source_hash ||
+          row.evaluation.status == store::EvaluationStatus::kInfraError) {
+        continue;
+      }
+      same_source = &row.evaluation;
+      if (row.candidate.id == candidate.id) break;  // this candidate's own evaluation
+    }
+    if (same_source != nullptr) {
+      evaluated.verdict = VerdictFromStored(*same_source);
+      if (same_source->candidate_id != candidate.id) {
+        store::EvaluationRecord copy = *same_source;
+        copy.id.clear();
+        copy.created_at = {};
+        copy.candidate_id = candidate.id;
+        auto added = setup.store->AddEvaluation(copy);
+        if (!added) return std::unexpected(added.error());
+      }
+      spdlog::info("evaluate: {} reuses evaluation {} of the same source ({})", candidate.id,
+                   same_source->id, EvalStatusName(evaluated.verdict.status));
+      return evaluated;
+    }
+  }
+
+  evaluated.verdict = setup.evaluator->Evaluate(setup.task, *setup.backend, evaluated.path);
+  store::EvaluationRecord record;
+  record.run_id = setup.run_id;
+  record.candidate_id = candidate.id;
+  record.target = target_string;
+  record.device = setup.backend->RunnerDevice();
+  record.status = evaluated.verdict.status;
+  record.verdict_json = evaluated.verdict.ToJson();
+  record.wall_s = evaluated.verdict.total_seconds;
+  {
+    std::lock_guard lock(store_mu);
+    auto added = setup.store->AddEvaluation(record);
+    if (!added) return std::unexpected(added.error());
+  }
+  spdlog::info("evaluate: {} -> {} ({:.2f} s)", candidate.id, EvalStatusName(record.status),
+               record.wall_s);
+  return evaluated;
+}
+
+// Step: keep the better of the new candidate and the best so far (sample and run), and set the
+// next functional prompt's feedback.
+void Synthesizer::Impl::StepSelect(SampleState& state, const EvaluatedCandidate& evaluated) {
+  state.last_candidate_id = evaluated.candidate_id;
+  if (evaluated.correct()) {
+    state.feedback.reset();
+    if (!state.best_correct || IsBetter(evaluated, *state.best_correct)) {
+      state.best_correct = evaluated;
+    }
+  } else {
+    std::string diagnostics = evaluated.verdict.message;
+    if (!evaluated.verdict.diagnostics.empty()) {
+      diagnostics += "\n";
+      diagnostics += evaluated.verdict.diagnostics;
+    }
+    state.feedback = PreviousCandidate{.file_name = evaluated.file_name,
+                                       .source = evaluated.source,
+                                       .status = std::string(EvalStatusName(evaluated.verdict.status)),
+                                       .diagnostics = diagnostics,
+                                       .timing = ""};
+  }
+  std::lock_guard lock(mu);
+  if (!best || IsBetter(evaluated, *best)) {
+    best = evaluated;
+    spdlog::info("select: best is now {} ({})", evaluated.candidate_id,
+                 EvalStatusName(evaluated.verdict.status));
+  }
+}
+
+void Synthesizer::Impl::Report(ProgressEvent event) {
+  {
+    std::lock_guard lock(mu);
+    event.best = Describe(best);
+  }
+  if (setup.budget) {
+    const llm::BudgetSpent spent = setup.budget->Spent();
+    event.tokens = spent.input_tokens + spent.output_tokens;
+    event.cost_usd = spent.usd;
+  }
+  if (!setup.on_progress) return;
+  std::lock_guard lock(progress_mu);
+  setup.on_progress(event);
+}
+
+Status Synthesizer::Impl::RunSample(SampleState& state) {
+  const SynthesisOptions& opts = setup.options;
+  const int max_functional =
+      opts.max_functional_attempts > 0 ? opts.max_functional_attempts : opts.iterations;
+  for (int iteration = 0; iteration < opts.iterations; ++iteration) {
+    if (auto stop = StepCheckBudgets()) {
+      state.stop_reason = *stop;
+      break;
+    }
+    const GenerationPass pass =
+        state.best_correct ? GenerationPass::kOptimization : GenerationPass::kFunctional;
+    if (pass == GenerationPass::kFunctional && state.functional_attempts >= max_functional) {
+      state.stop_reason =
+          fmt::format("no correct candidate after {} functional attempts", max_functional);
+      break;
+    }
+    ProgressEvent event;
+    event.sample = state.sample;
+    event.iteration = iteration;
+    event.pass = std::string(GenerationPassName(pass));
+
+    std::vector<Recommendation> advice;
+    if (pass == GenerationPass::kOptimization) {
+      auto analysed = StepAnalyse(state, iteration);
+      if (!analysed) {
+        state.stop_reason = fmt::format("analysis call failed: {}", analysed.error().message);
+        break;
+      }
+      advice = std::move(*analysed);
+    }
+
+    auto answer = StepGenerate(state, pass, advice);
+    if (!answer) {
+      state.stop_reason = fmt::format("generation call failed: {}", answer.error().message);
+      break;
+    }
+    {
+      std::lock_guard lock(mu);
+      ++steps;
+    }
+    if (pass == GenerationPass::kFunctional) {
+      ++state.functional_attempts;
+    } else {
+      ++state.optimization_attempts;
+    }
+    event.reused = answer->reused;
+    spdlog::info("[sample {} it {}] generate ({}): call {}{}", state.sample, iteration, event.pass,
+                 answer->llm_call_id, answer->reused ? " (from the store)" : "");
+
+    if (!answer->candidate) {
+      // A malformed answer is feedback for the next functional prompt (an optimization pass
+      // keeps its base and tries again).
+      if (pass == GenerationPass::kFunctional) {
+        state.feedback = PreviousCandidate{.file_name = "",
+                                           .source = "",
+                                           .status = "malformed_answer",
+                                           .diagnostics = answer->candidate.error().message,
+                                           .timing = ""};
+      }
+      event.status = "malformed_answer";
+      Report(event);
+      continue;
+    }
+
+    auto candidate = StepRecordCandidate(state, *answer, pass, iteration);
+    if (!candidate) return std::unexpected(candidate.error());
+    event.candidate_id = candidate->id;
+
+    auto evaluated = StepEvaluate(*candidate, *answer->candidate);
+    if (!evaluated) return std::unexpected(evaluated.error());
+    spdlog::info("[sample {} it {}] evaluate: {}", state.sample, iteration,
+                 EvalStatusName(evaluated->verdict.status));
+
+    StepSelect(state, *evaluated);
+    event.status = std::string(EvalStatusName(evaluated->verdict.status));
+    Report(event);
+  }
+  if (state.stop_reason.empty()) {
+    state.stop_reason = fmt::format("{} iteration(s) done", opts.iterations);
+  }
+  spdlog::info("[sample {}] stopped: {}", state.sample, state.stop_reason);
+  return Ok();
+}
+
+// Step: copy the best correct kernel to <run_dir>/best/<file>.
+Result<fs::path> Synthesizer::Impl::StepWriteBest() {
+  std::lock_guard lock(mu);
+  if (!best || !best->correct()) return fs::path();
+  fs::path path = setup.store->run_dir() / "best" / best->file_name;
+  KFORGE_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
+  KFORGE_RETURN_IF_ERROR(WriteFile(path, best->source));
+  spdlog::info("best: {} written to {}", best->candidate_id, path.string());
+  return path;
+}
+
+Synthesizer::Synthesizer(SynthesisSetup setup) : impl_(std::make_unique<Impl>(std::move(setup))) {}
+Synthesizer::~Synthesizer() = default;
+
+Result<SynthesisResult> Synthesizer::Run() {
+  Impl& impl = *impl_;
+  KFORGE_RETURN_IF_ERROR(impl.CheckSetup());
+  SynthesisSetup& setup = impl.setup;
+  impl.target_string = setup.backend->target().ToString();
+  impl.start = Clock::now();
+  if (setup.options.max_wall_time) impl.deadline = impl.start + *setup.options.max_wall_time;
+  impl.log = std::make_unique<agent::LlmCallLog>(*setup.store, setup.run_id, setup.budget);
+  impl.generation =
+      std::make_unique<agent::GenerationAgent>(impl.renderer, setup.generation_provider, *impl.log);
+  impl.analysis = std::make_unique<agent::AnalysisAgent>(
+      impl.renderer,
+      setup.analysis_provider ? setup.analysis_provider : setup.generation_provider, *impl.log);
+
+  KFORGE_RETURN_IF_ERROR(impl.StepRegisterTask());
+
+  const int samples = setup.options.samples;
+  std::vector<SampleState> states(static_cast<std::size_t>(samples));
+  for (int s = 0; s < samples; ++s) {
+    states[static_cast<std::size_t>(s)].sample = s;
+    states[static_cast<std::size_t>(s)].stream = fmt::format("sample-{}", s);
+  }
+  std::vector<Status> outcomes;
+  if (samples == 1) {
+    outcomes.push_back(impl.RunSample(states.front()));
+  } else {
+    const int threads =
+        setup.options.parallel_samples > 0 ? setup.options.parallel_samples : samples;
+    ThreadPool pool(static_cast<std::size_t>(threads));
+    std::vector<std::future<Status>> futures;
+    for (auto& state : states) {
+      futures.push_back(pool.Submit([&impl, &state] { return impl.RunSample(state); }));
+    }
+    for (auto& f : futures) outcomes.push_back(f.get());
+  }
+  for (auto& outcome : outcomes) {
+    if (!outcome) return std::unexpected(outcome.error());
+  }
+
+  SynthesisResult result;
+  auto best_path = impl.StepWriteBest();
+  if (!best_path) return std::unexpected(best_path.error());
+  result.best_path = *best_path;
+  {
+    std::lock_guard lock(impl.mu);
+    result.best = impl.best;
+    result.steps = impl.steps;
+  }
+  std::vector<std::string> reasons;
+  for (const auto& state : states) {
+    if (std::ranges::find(reasons, state.stop_reason) == reasons.end()) {
+      reasons.push_back(state.stop_reason);
+    }
+  }
+  result.stop_reason = fmt::format("{}", fmt::join(reasons, "; "));
+  spdlog::info("synthesis: {} step(s); best {}; {}", result.steps, Describe(result.best),
+               result.stop_reason);
+  return result;
+}
+
+}  // namespace kforge::synth

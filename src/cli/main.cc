@@ -4,6 +4,7 @@
 
 #include "eval_command.h"
 #include "kforge/core/log.h"
+#include "run_command.h"
 #include "targets_command.h"
 #if __has_include("models_command.h")
 #include "models_command.h"
@@ -20,6 +21,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "kforge 0.1.0");
   kforge::AddTargetsCommand(app);
   kforge::AddEvalCommand(app);
+  kforge::AddRunCommand(app);
+  kforge::AddResumeCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
 #endif

@@ -56,8 +56,9 @@ std::string TimingText(const Verdict& verdict) {
 
 std::string Describe(const std::optional<EvaluatedCandidate>& best) {
   if (!best) return "none";
+  // Iterations are shown 1-based, as the progress lines count them.
   return fmt::format("{} (sample {}, iteration {})", EvalStatusName(best->verdict.status),
-                     best->sample, best->iteration);
+                     best->sample, best->iteration + 1);
 }
 
 // One sample's conversation state; owned by the thread running that sample.

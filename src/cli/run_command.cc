@@ -1,0 +1,479 @@
+#include "run_command.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kforge/core/files.h"
+#include "kforge/eval/compile_service.h"
+#include "kforge/eval/evaluator.h"
+#include "kforge/llm/budget.h"
+#include "kforge/llm/cassette.h"
+#include "kforge/llm/provider_factory.h"
+#include "kforge/llm/registry.h"
+#include "kforge/prompt/candidate_format.h"
+#include "kforge/store/run_store.h"
+#include "kforge/synth/synthesizer.h"
+#include "kforge/target/backend.h"
+#include "kforge/task/task.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Exit codes, stated in --help.
+constexpr int kExitCorrect = 0;  // a correct kernel was found
+constexpr int kExitNone = 1;     // the run ended without a correct kernel
+constexpr int kExitUsage = 2;    // bad input: named in the message
+constexpr int kExitInfra = 3;    // KForge, the store or the toolchain failed
+
+constexpr int kConfigVersion = 1;
+
+// The configuration of a run: the command line resolved (paths made absolute), stored as the run
+// row's config_json so that `kforge resume` can run it again.
+struct RunArgs {
+  std::string task;
+  std::string target;
+  std::string model;
+  std::string analysis_model;  // empty: the generation model
+  int iterations = 5;
+  int samples = 1;
+  std::string reference_impl;
+  std::string reference_target;
+  std::int64_t max_tokens = 0;  // 0: no limit
+  double max_cost = 0;          // 0: no limit
+  int max_time_s = 0;           // 0: no limit
+  std::vector<std::string> models;
+  std::string runs_dir = "kforge-runs";
+  std::string record;
+  std::string replay;
+};
+
+std::string ToJson(const RunArgs& a) {
+  return nlohmann::json{{"config_version", kConfigVersion},
+                        {"task", a.task},
+                        {"target", a.target},
+                        {"model", a.model},
+                        {"analysis_model", a.analysis_model},
+                        {"iterations", a.iterations},
+                        {"samples", a.samples},
+                        {"reference_impl", a.reference_impl},
+                        {"reference_target", a.reference_target},
+                        {"max_tokens", a.max_tokens},
+                        {"max_cost", a.max_cost},
+                        {"max_time_s", a.max_time_s},
+                        {"models", a.models},
+                        {"runs_dir", a.runs_dir},
+                        {"record", a.record},
+                        {"replay", a.replay}}
+      .dump();
+}
+
+Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& where) {
+  auto j = nlohmann::json::parse(json_text, nullptr, false);
+  if (!j.is_object() || j.value("config_version", 0) != kConfigVersion) {
+    return ParseError(fmt::format(
+        "{}: the stored configuration is not a `kforge run` configuration of version {}", where,
+        kConfigVersion));
+  }
+  try {
+    RunArgs a;
+    a.task = j.at("task").get<std::string>();
+    a.target = j.at("target").get<std::string>();
+    a.model = j.at("model").get<std::string>();
+    a.analysis_model = j.value("analysis_model", "");
+    a.iterations = j.value("iterations", 5);
+    a.samples = j.value("samples", 1);
+    a.reference_impl = j.value("reference_impl", "");
+    a.reference_target = j.value("reference_target", "");
+    a.max_tokens = j.value("max_tokens", std::int64_t{0});
+    a.max_cost = j.value("max_cost", 0.0);
+    a.max_time_s = j.value("max_time_s", 0);
+    a.models = j.value("models", std::vector<std::string>{});
+    a.runs_dir = j.value("runs_dir", "kforge-runs");
+    a.record = j.value("record", "");
+    a.replay = j.value("replay", "");
+    return a;
+  } catch (const nlohmann::json::exception& e) {
+    return ParseError(fmt::format("{}: stored configuration: {}", where, e.what()));
+  }
+}
+
+std::string NewRunId() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::random_device rd;
+  return fmt::format("run-{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
+}
+
+// An existing file named on the command line, made absolute so that a resume from elsewhere
+// finds it; anything else unchanged.
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return path;
+  return fs::absolute(path, ec).lexically_normal().string();
+}
+
+// TASK is SUITE.toml#ID (a task of a suite, with its overrides) or any LoadTask() form.
+Result<Task> LoadRunTask(const std::string& spec) {
+  const auto hash = spec.rfind('#');
+  if (hash != std::string::npos && spec.substr(0, hash).ends_with(".toml")) {
+    const std::string suite_path = spec.substr(0, hash);
+    const std::string id = spec.substr(hash + 1);
+    auto suite = LoadSuite(suite_path);
+    if (!suite) return std::unexpected(suite.error());
+    std::vector<std::string> ids;
+    for (const Task& t : suite->tasks) {
+      if (t.id == id || t.name == id) return t;
+      ids.push_back(t.id);
+    }
+    return NotFound(fmt::format("suite {} has no task '{}'; its tasks: {}", suite_path, id,
+                                fmt::join(ids, ", ")));
+  }
+  return LoadTask(spec);
+}
+
+std::string AbsoluteTaskSpec(const std::string& spec) {
+  const auto hash = spec.rfind('#');
+  if (hash != std::string::npos && fs::exists(spec.substr(0, hash))) {
+    return Absolute(spec.substr(0, hash)) + spec.substr(hash);
+  }
+  return Absolute(spec);
+}
+
+// The `kforge eval` command that checks `kernel` on its own.
+std::string EvalCommandFor(const Task& task, const std::string& task_spec, const fs::path& kernel,
+                           const std::string& target) {
+  std::string spec = task_spec;
+  if (task.level > 0 && task.problem_id > 0 && task_spec.find(".toml#") != std::string::npos) {
+    spec = fmt::format("kernelbench:level{}#{}", task.level, task.problem_id);
+  }
+  std::string command = fmt::format("kforge eval {} {} --target {}", spec, kernel.string(), target);
+  if (spec != task_spec || task_spec.find(".toml#") == std::string::npos) {
+    for (const auto& o : task.overrides) command += fmt::format(" --set {}={}", o.name, o.value_json);
+  }
+  return command;
+}
+
+struct Providers {
+  std::shared_ptr<llm::Provider> generation;
+  std::shared_ptr<llm::Provider> analysis;
+};
+
+// The providers of the run: replayed from a cassette, or built from the model registry (and
+// recorded into a cassette with --record); every one charges the run's budget.
+Result<Providers> MakeProviders(const RunArgs& args, bool resuming,
+                                const std::shared_ptr<llm::Budget>& budget) {
+  const std::string analysis_id = args.analysis_model.empty() ? args.model : args.analysis_model;
+  Providers out;
+  if (!args.replay.empty()) {
+    auto cassette = llm::Cassette::Load(args.replay);
+    if (!cassette) return std::unexpected(cassette.error());
+    out.generation = llm::NewBudgetedProvider(
+        std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);
+    out.analysis = analysis_id == args.model
+                       ? out.generation
+                       : std::shared_ptr<llm::Provider>(llm::NewBudgetedProvider(
+                             std::shared_ptr<llm::Provider>(
+                                 llm::NewReplayProvider(*cassette, analysis_id)),
+                             budget));
+    return out;
+  }
+  std::vector<fs::path> extra(args.models.begin(), args.models.end());
+  auto registry = llm::ModelRegistry::Load(llm::DefaultRegistryPaths(extra));
+  if (!registry) return std::unexpected(registry.error());
+  llm::ProviderFactoryOptions options;
+  options.budget = budget;
+  std::shared_ptr<llm::CassetteWriter> writer;
+  if (!args.record.empty()) {
+    // A resumed run records its new calls beside the first recording instead of truncating it.
+    const std::string path = resuming ? args.record + ".resumed.jsonl" : args.record;
+    auto created = llm::CassetteWriter::Create(path);
+    if (!created) return std::unexpected(created.error());
+    writer = *created;
+    fmt::print("recording LLM calls to {}\n", path);
+  }
+  auto make = [&](const std::string& id) -> Result<std::shared_ptr<llm::Provider>> {
+    auto entry = registry->Find(id);
+    if (!entry) return std::unexpected(entry.error());
+    auto provider = llm::NewProviderForModel(*entry, options);
+    if (!provider) return std::unexpected(provider.error());
+    if (!writer) return *provider;
+    return std::shared_ptr<llm::Provider>(llm::NewRecordingProvider(*provider, writer));
+  };
+  auto generation = make(args.model);
+  if (!generation) return std::unexpected(generation.error());
+  out.generation = *generation;
+  if (analysis_id == args.model) {
+    out.analysis = out.generation;
+  } else {
+    auto analysis = make(analysis_id);
+    if (!analysis) return std::unexpected(analysis.error());
+    out.analysis = *analysis;
+  }
+  return out;
+}
+
+void PrintProgress(const synth::ProgressEvent& e) {
+  fmt::print("sample {} · iteration {} · {:<12} · {:<16} · best: {} · {} tokens · ${:.4f}{}\n",
+             e.sample, e.iteration + 1, e.pass, e.status, e.best, e.tokens, e.cost_usd,
+             e.reused ? " · (answer from the store)" : "");
+  std::fflush(stdout);
+}
+
+// Runs (or resumes) the synthesis of `args` in `run_dir` as run `run_id`.
+int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string& run_id,
+                 bool resuming, const std::string& command_line, const char* who) {
+  auto fail = [who](const Error& e, int code) {
+    fmt::print(stderr, "{}: {}\n", who, e.message);
+    return code;
+  };
+  auto target = Target::Parse(args.target);
+  if (!target) return fail(target.error(), kExitUsage);
+  auto task = LoadRunTask(args.task);
+  if (!task) return fail(task.error(), kExitUsage);
+  if (args.iterations < 1 || args.samples < 1) {
+    return fail(Error{ErrorCode::kInvalidArgument, "--iterations and --samples must be at least 1"},
+                kExitUsage);
+  }
+  std::optional<TranslationSource> translate_from;
+  if (!args.reference_impl.empty()) {
+    if (args.reference_target.empty()) {
+      return fail(Error{ErrorCode::kInvalidArgument,
+                        "--reference-impl needs --reference-target, the target it was written "
+                        "for (e.g. --reference-target nvidia/cuda)"},
+                  kExitUsage);
+    }
+    auto ref_target = Target::Parse(args.reference_target);
+    if (!ref_target) return fail(ref_target.error(), kExitUsage);
+    auto source = ReadFile(args.reference_impl);
+    if (!source) return fail(source.error(), kExitUsage);
+    translate_from = TranslationSource{.target = *ref_target,
+                                       .file_name = CandidateFormatOf(ref_target->model).file_name,
+                                       .source = *source};
+  }
+  auto backend = NewBackend(*target);
+  if (Availability a = backend->Probe(); !a.usable()) {
+    std::string why = fmt::format("target {} cannot run here:", args.target);
+    for (const auto& m : a.missing) why += fmt::format("\n  - {}", m);
+    return fail(Error{ErrorCode::kUnavailable, why}, kExitInfra);
+  }
+
+  llm::BudgetLimits limits;
+  if (args.max_tokens > 0) limits.max_tokens = args.max_tokens;
+  if (args.max_cost > 0) limits.max_usd = args.max_cost;
+  auto budget = std::make_shared<llm::Budget>(limits);
+  auto providers = MakeProviders(args, resuming, budget);
+  if (!providers) return fail(providers.error(), kExitUsage);
+
+  auto store = store::RunStore::Open(run_dir);
+  if (!store) return fail(store.error(), kExitInfra);
+  if (!resuming) {
+    store::RunRecord run;
+    run.id = run_id;
+    run.kind = store::RunKind::kRun;
+    run.command_line = command_line;
+    run.config_json = ToJson(args);
+    if (auto added = (*store)->AddRun(run); !added) return fail(added.error(), kExitInfra);
+  }
+  fmt::print("{} {} on {} with {}{} — run {}\n", resuming ? "resuming" : "synthesizing",
+             task->name, args.target, args.model,
+             args.analysis_model.empty() ? "" : fmt::format(" (analysis: {})", args.analysis_model),
+             run_dir.string());
+
+  CompileService compiler;
+  Evaluator evaluator(compiler, EvalOptions{});
+  synth::SynthesisSetup setup;
+  setup.store = store->get();
+  setup.run_id = run_id;
+  setup.task = *task;
+  setup.backend = backend.get();
+  setup.evaluator = &evaluator;
+  setup.generation_provider = providers->generation;
+  setup.analysis_provider = providers->analysis;
+  setup.budget = budget;
+  setup.translate_from = translate_from;
+  setup.options.iterations = args.iterations;
+  setup.options.samples = args.samples;
+  if (args.max_time_s > 0) setup.options.max_wall_time = std::chrono::seconds(args.max_time_s);
+  setup.on_progress = PrintProgress;
+
+  auto result = synth::Synthesizer(std::move(setup)).Run();
+  if (!result) {
+    (void)(*store)->FinishRun(run_id, store::RunStatus::kFailed);
+    return fail(result.error(), kExitInfra);
+  }
+  if (auto finished = (*store)->FinishRun(run_id, store::RunStatus::kFinished); !finished) {
+    fmt::print(stderr, "{}: {}\n", who, finished.error().message);
+  }
+
+  const llm::BudgetSpent spent = budget->Spent();
+  fmt::print("\n{} step(s); {}; {} tokens, ${:.4f}\n", result->steps, result->stop_reason,
+             spent.input_tokens + spent.output_tokens, spent.usd);
+  if (result->best_path.empty()) {
+    fmt::print("No correct kernel in this run. Its candidates and verdicts are under {}/candidates "
+               "and in {}/run.sqlite.\n",
+               run_dir.string(), run_dir.string());
+    fmt::print("To continue it (after an inbox answer, with more budget): kforge resume {}\n",
+               run_dir.string());
+    return kExitNone;
+  }
+  const fs::path best = fs::absolute(result->best_path);
+  fmt::print("Best kernel: {} (correct; sample {}, iteration {})\n", best.string(),
+             result->best->sample, result->best->iteration + 1);
+  fmt::print("Check it:    {}\n", EvalCommandFor(*task, args.task, best, args.target));
+  const CandidateFormat& format = CandidateFormatOf(target->model);
+  if (format.kind == CandidateKind::kNative) {
+    fmt::print("Use it:      it defines {}; the C ABI is {}\n", format.requirement,
+               (KforgeHome() / "runner/kforge_runner/abi/kforge_kernel.h").string());
+  } else {
+    fmt::print("Use it:      it defines {}\n", format.requirement);
+  }
+  fmt::print("Run stored in {} (prompts, answers, candidates, verdicts, costs).\n",
+             run_dir.string());
+  return kExitCorrect;
+}
+
+std::string CommandLine(const RunArgs& a) {
+  std::string line = fmt::format("kforge run {} --target {} --model {}", a.task, a.target, a.model);
+  if (!a.analysis_model.empty()) line += fmt::format(" --analysis-model {}", a.analysis_model);
+  line += fmt::format(" --iterations {} --samples {}", a.iterations, a.samples);
+  if (!a.reference_impl.empty()) {
+    line += fmt::format(" --reference-impl {} --reference-target {}", a.reference_impl,
+                        a.reference_target);
+  }
+  if (a.max_tokens > 0) line += fmt::format(" --max-tokens {}", a.max_tokens);
+  if (a.max_cost > 0) line += fmt::format(" --max-cost {}", a.max_cost);
+  if (a.max_time_s > 0) line += fmt::format(" --max-time {}", a.max_time_s);
+  if (!a.record.empty()) line += fmt::format(" --record {}", a.record);
+  if (!a.replay.empty()) line += fmt::format(" --replay {}", a.replay);
+  return line;
+}
+
+int RunNew(RunArgs args) {
+  if (!args.record.empty() && !args.replay.empty()) {
+    fmt::print(stderr, "kforge run: --record and --replay exclude each other\n");
+    return kExitUsage;
+  }
+  args.task = AbsoluteTaskSpec(args.task);
+  args.reference_impl = Absolute(args.reference_impl);
+  args.replay = Absolute(args.replay);
+  if (!args.record.empty()) args.record = fs::absolute(args.record).lexically_normal().string();
+  for (auto& m : args.models) m = Absolute(m);
+  const std::string run_id = NewRunId();
+  const fs::path run_dir = fs::absolute(fs::path(args.runs_dir) / run_id);
+  return RunSynthesis(args, run_dir, run_id, /*resuming=*/false, CommandLine(args), "kforge run");
+}
+
+int Resume(const std::string& run_dir_arg) {
+  const fs::path run_dir = fs::absolute(run_dir_arg);
+  if (!fs::exists(run_dir / "run.sqlite")) {
+    fmt::print(stderr, "kforge resume: {} is not a run directory (no run.sqlite in it)\n",
+               run_dir.string());
+    return kExitUsage;
+  }
+  std::optional<store::RunRecord> run;
+  {
+    auto store = store::RunStore::Open(run_dir);
+    if (!store) {
+      fmt::print(stderr, "kforge resume: {}\n", store.error().message);
+      return kExitInfra;
+    }
+    auto runs = (*store)->ListRuns();
+    if (!runs) {
+      fmt::print(stderr, "kforge resume: {}\n", runs.error().message);
+      return kExitInfra;
+    }
+    for (const auto& r : *runs) {
+      if (r.kind == store::RunKind::kRun) run = r;
+    }
+  }
+  if (!run) {
+    fmt::print(stderr, "kforge resume: {} holds no `kforge run` run\n", run_dir.string());
+    return kExitUsage;
+  }
+  auto args = ParseRunArgs(run->config_json, run_dir.string());
+  if (!args) {
+    fmt::print(stderr, "kforge resume: {}\n", args.error().message);
+    return kExitUsage;
+  }
+  return RunSynthesis(*args, run_dir, run->id, /*resuming=*/true, run->command_line,
+                      "kforge resume");
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "Synthesize a kernel for a task: the generation agent writes candidates, the harness checks "
+      "them (guardrails, compile, correctness on fresh inputs), failures go back as feedback, and "
+      "optimization passes follow the analysis agent's advice. Everything is stored in the run "
+      "directory; `kforge resume RUN_DIR` continues a run that was stopped.\n"
+      "Exit code: 0 a correct kernel, 1 none, 2 bad input, 3 KForge or the toolchain failed.");
+  cmd->add_option("task", args->task,
+                  "The task: SUITE.toml#ID, PROBLEM.py, DATASET.jsonl#N or kernelbench:levelL#N")
+      ->required();
+  cmd->add_option("-t,--target", args->target, "Target vendor[-device]/model, e.g. cpu/cpp")
+      ->required();
+  cmd->add_option("-m,--model", args->model, "Generation model id (`kforge models` lists them)")
+      ->required();
+  cmd->add_option("--analysis-model", args->analysis_model,
+                  "Model id of the analysis agent; default: the generation model");
+  cmd->add_option("--iterations", args->iterations,
+                  "Generation steps per sample (functional, then optimization); 1 = single-shot")
+      ->default_val(5)
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--samples", args->samples, "Independent samples, run concurrently; best kept")
+      ->default_val(1)
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--reference-impl", args->reference_impl,
+                  "A working implementation for another target, to translate from")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--reference-target", args->reference_target,
+                  "The target --reference-impl was written for, e.g. nvidia/cuda");
+  cmd->add_option("--max-tokens", args->max_tokens, "Token budget of the run (input + output)");
+  cmd->add_option("--max-cost", args->max_cost, "Money budget of the run, US dollars");
+  cmd->add_option("--max-time", args->max_time_s, "Wall-time budget of the run, seconds");
+  cmd->add_option("--models", args->models, "Extra model registry files (TOML)");
+  cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")
+      ->default_val("kforge-runs");
+  cmd->add_option("--record", args->record, "Record every LLM answer into this cassette (JSONL)");
+  cmd->add_option("--replay", args->replay,
+                  "Answer every LLM call from this cassette instead of calling a model")
+      ->check(CLI::ExistingFile);
+  cmd->callback([args] {
+    int code = RunNew(*args);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+void AddResumeCommand(CLI::App& app) {
+  auto run_dir = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(
+      "resume",
+      "Continue a `kforge run` that was stopped (killed, interrupted, out of budget) with its "
+      "stored configuration: finished LLM calls are answered from the run's store and finished "
+      "evaluations are reused, so nothing is paid for or run twice.");
+  cmd->add_option("run_dir", *run_dir, "The run directory, e.g. kforge-runs/run-20250101-...")
+      ->required();
+  cmd->callback([run_dir] {
+    int code = Resume(*run_dir);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace kforge

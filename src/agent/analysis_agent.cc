@@ -54,8 +54,8 @@ Result<AnalysisAnswer> AnalysisAgent::Analyse(const AnalysisPromptInputs& inputs
   if (auto added = log_.store().AddRecommendation(record); !added) {
     return std::unexpected(added.error());
   }
-  spdlog::info("analyse: {} recommendation(s) for candidate {}",
-               answer.recommendations->size(), candidate_id);
+  spdlog::info("analyse: {} recommendation(s) for candidate {}", answer.recommendations->size(),
+               candidate_id);
   return answer;
 }
 

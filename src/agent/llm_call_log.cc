@@ -93,8 +93,7 @@ Result<LoggedAnswer> LlmCallLog::Call(std::string_view agent, llm::Provider& pro
     record.status = StatusOf(response.error());
     record.latency_s = elapsed_s;
     if (auto added = store_.AddLlmCall(record); !added) {
-      spdlog::warn("llm {}: the failed call could not be stored: {}", agent,
-                   added.error().message);
+      spdlog::warn("llm {}: the failed call could not be stored: {}", agent, added.error().message);
     }
     spdlog::info("llm {}: call failed: {}", agent, response.error().message);
     return std::unexpected(response.error());

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
@@ -114,8 +114,8 @@ std::string NewRunId() {
   std::tm tm{};
   gmtime_r(&now, &tm);
   std::random_device rd;
-  return fmt::format("run-{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
+  return fmt::format("run-{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
 }
 
 // An existing file named on the command line, made absolute so that a resume from elsewhere
@@ -162,7 +162,8 @@ std::string EvalCommandFor(const Task& task, const std::string& task_spec, const
   }
   std::string command = fmt::format("kforge eval {} {} --target {}", spec, kernel.string(), target);
   if (spec != task_spec || task_spec.find(".toml#") == std::string::npos) {
-    for (const auto& o : task.overrides) command += fmt::format(" --set {}={}", o.name, o.value_json);
+    for (const auto& o : task.overrides)
+      command += fmt::format(" --set {}={}", o.name, o.value_json);
   }
   return command;
 }
@@ -183,12 +184,12 @@ Result<Providers> MakeProviders(const RunArgs& args, bool resuming,
     if (!cassette) return std::unexpected(cassette.error());
     out.generation = llm::NewBudgetedProvider(
         std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);
-    out.analysis = analysis_id == args.model
-                       ? out.generation
-                       : std::shared_ptr<llm::Provider>(llm::NewBudgetedProvider(
-                             std::shared_ptr<llm::Provider>(
-                                 llm::NewReplayProvider(*cassette, analysis_id)),
-                             budget));
+    out.analysis =
+        analysis_id == args.model
+            ? out.generation
+            : std::shared_ptr<llm::Provider>(llm::NewBudgetedProvider(
+                  std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, analysis_id)),
+                  budget));
     return out;
   }
   std::vector<fs::path> extra(args.models.begin(), args.models.end());
@@ -288,8 +289,8 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
     run.config_json = ToJson(args);
     if (auto added = (*store)->AddRun(run); !added) return fail(added.error(), kExitInfra);
   }
-  fmt::print("{} {} on {} with {}{} — run {}\n", resuming ? "resuming" : "synthesizing",
-             task->name, args.target, args.model,
+  fmt::print("{} {} on {} with {}{} — run {}\n", resuming ? "resuming" : "synthesizing", task->name,
+             args.target, args.model,
              args.analysis_model.empty() ? "" : fmt::format(" (analysis: {})", args.analysis_model),
              run_dir.string());
 
@@ -323,11 +324,14 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   fmt::print("\n{} step(s); {}; {} tokens, ${:.4f}\n", result->steps, result->stop_reason,
              spent.input_tokens + spent.output_tokens, spent.usd);
   if (result->best_path.empty()) {
-    fmt::print("No correct kernel in this run. Its candidates and verdicts are under {}/candidates "
-               "and in {}/run.sqlite.\n",
-               run_dir.string(), run_dir.string());
-    fmt::print("To continue it (after an inbox answer, with more budget): kforge resume {}\n",
-               run_dir.string());
+    fmt::print(
+        "No correct kernel in this run. Its candidates and verdicts are under {}/candidates "
+        "and in {}/run.sqlite.\n",
+        run_dir.string(), run_dir.string());
+    fmt::print(
+        "To continue it (after an inbox answer, or with --max-tokens/--max-cost/--max-time "
+        "raised): kforge resume {}\n",
+        run_dir.string());
     return kExitNone;
   }
   const fs::path best = fs::absolute(result->best_path);
@@ -377,7 +381,14 @@ int RunNew(RunArgs args) {
   return RunSynthesis(args, run_dir, run_id, /*resuming=*/false, CommandLine(args), "kforge run");
 }
 
-int Resume(const std::string& run_dir_arg) {
+// Budgets a resume may raise (or set) over the stored configuration; unset = as stored.
+struct ResumeOverrides {
+  std::optional<std::int64_t> max_tokens;
+  std::optional<double> max_cost;
+  std::optional<int> max_time_s;
+};
+
+int Resume(const std::string& run_dir_arg, const ResumeOverrides& overrides) {
   const fs::path run_dir = fs::absolute(run_dir_arg);
   if (!fs::exists(run_dir / "run.sqlite")) {
     fmt::print(stderr, "kforge resume: {} is not a run directory (no run.sqlite in it)\n",
@@ -409,6 +420,9 @@ int Resume(const std::string& run_dir_arg) {
     fmt::print(stderr, "kforge resume: {}\n", args.error().message);
     return kExitUsage;
   }
+  if (overrides.max_tokens) args->max_tokens = *overrides.max_tokens;
+  if (overrides.max_cost) args->max_cost = *overrides.max_cost;
+  if (overrides.max_time_s) args->max_time_s = *overrides.max_time_s;
   return RunSynthesis(*args, run_dir, run->id, /*resuming=*/true, run->command_line,
                       "kforge resume");
 }
@@ -463,6 +477,7 @@ void AddRunCommand(CLI::App& app) {
 
 void AddResumeCommand(CLI::App& app) {
   auto run_dir = std::make_shared<std::string>();
+  auto overrides = std::make_shared<ResumeOverrides>();
   auto* cmd = app.add_subcommand(
       "resume",
       "Continue a `kforge run` that was stopped (killed, interrupted, out of budget) with its "
@@ -470,8 +485,15 @@ void AddResumeCommand(CLI::App& app) {
       "evaluations are reused, so nothing is paid for or run twice.");
   cmd->add_option("run_dir", *run_dir, "The run directory, e.g. kforge-runs/run-20250101-...")
       ->required();
-  cmd->callback([run_dir] {
-    int code = Resume(*run_dir);
+  cmd->add_option("--max-tokens", overrides->max_tokens,
+                  "Token budget of the whole run (what it already spent counts); default: as "
+                  "stored");
+  cmd->add_option("--max-cost", overrides->max_cost,
+                  "Money budget of the whole run, US dollars; default: as stored");
+  cmd->add_option("--max-time", overrides->max_time_s,
+                  "Wall-time budget of this resumed part, seconds; default: as stored");
+  cmd->callback([run_dir, overrides] {
+    int code = Resume(*run_dir, *overrides);
     if (code != 0) throw CLI::RuntimeError(code);
   });
 }

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
@@ -64,10 +64,10 @@ std::string Describe(const std::optional<EvaluatedCandidate>& best) {
 // One sample's conversation state; owned by the thread running that sample.
 struct SampleState {
   int sample = 0;
-  std::string stream;                               // "sample-N": the LLM call stream
-  std::optional<PreviousCandidate> feedback;        // for the next functional prompt
-  std::optional<std::string> last_candidate_id;     // parent of the next functional candidate
-  std::optional<EvaluatedCandidate> best_correct;   // this sample's best correct candidate
+  std::string stream;                              // "sample-N": the LLM call stream
+  std::optional<PreviousCandidate> feedback;       // for the next functional prompt
+  std::optional<std::string> last_candidate_id;    // parent of the next functional candidate
+  std::optional<EvaluatedCandidate> best_correct;  // this sample's best correct candidate
   int functional_attempts = 0;
   int optimization_attempts = 0;
   std::string stop_reason;
@@ -77,8 +77,7 @@ struct SampleState {
 
 struct Synthesizer::Impl {
   explicit Impl(SynthesisSetup s)
-      : setup(std::move(s)),
-        renderer(setup.renderer ? *setup.renderer : PromptRenderer()) {}
+      : setup(std::move(s)), renderer(setup.renderer ? *setup.renderer : PromptRenderer()) {}
 
   Status CheckSetup() const;
   Status StepRegisterTask();
@@ -107,22 +106,22 @@ struct Synthesizer::Impl {
   Clock::time_point start;
   std::optional<Clock::time_point> deadline;
 
-  std::mutex mu;                            // guards the members below
-  std::optional<EvaluatedCandidate> best;   // the best candidate of all samples
+  std::mutex mu;                           // guards the members below
+  std::optional<EvaluatedCandidate> best;  // the best candidate of all samples
   int steps = 0;
-  std::mutex store_mu;  // serialises find-or-add of candidates and evaluations (resume dedupe)
+  std::mutex store_mu;     // serialises find-or-add of candidates and evaluations (resume dedupe)
   std::mutex progress_mu;  // one progress callback at a time
 };
 
 Status Synthesizer::Impl::CheckSetup() const {
   if (setup.store == nullptr || setup.backend == nullptr || setup.evaluator == nullptr ||
       !setup.generation_provider || setup.run_id.empty()) {
-    return Internal("Synthesizer: store, run id, backend, evaluator and generation provider are required");
+    return Internal(
+        "Synthesizer: store, run id, backend, evaluator and generation provider are required");
   }
   if (setup.options.iterations < 1 || setup.options.samples < 1) {
-    return InvalidArgument(fmt::format(
-        "iterations ({}) and samples ({}) must be at least 1", setup.options.iterations,
-        setup.options.samples));
+    return InvalidArgument(fmt::format("iterations ({}) and samples ({}) must be at least 1",
+                                       setup.options.iterations, setup.options.samples));
   }
   return Ok();
 }
@@ -146,10 +145,11 @@ Status Synthesizer::Impl::StepRegisterTask() {
   record.run_id = setup.run_id;
   record.name = setup.task.name;
   record.source_hash = *source_hash;
-  record.metadata_json = nlohmann::json{{"origin", setup.task.origin},
-                                        {"policy", PrecisionPolicyName(setup.task.policy)},
-                                        {"overrides", overrides}}
-                             .dump();
+  record.metadata_json = nlohmann::json{
+      {"origin", setup.task.origin},
+      {"policy", PrecisionPolicyName(setup.task.policy)},
+      {"overrides",
+       overrides}}.dump();
   auto added = setup.store->AddTask(record);
   if (!added) return std::unexpected(added.error());
   task_id = added->id;
@@ -190,8 +190,8 @@ Result<std::vector<Recommendation>> Synthesizer::Impl::StepAnalyse(SampleState& 
   auto answer = analysis->Analyse(inputs, base.candidate_id, state.stream, CallOptions());
   if (!answer) return std::unexpected(answer.error());
   if (!answer->recommendations) {
-    spdlog::info("[sample {} it {}] analyse: no usable advice; optimizing without it",
-                 state.sample, iteration);
+    spdlog::info("[sample {} it {}] analyse: no usable advice; optimizing without it", state.sample,
+                 iteration);
     return std::vector<Recommendation>{};
   }
   spdlog::info("[sample {} it {}] analyse: {} recommendation(s) for {}", state.sample, iteration,
@@ -258,14 +258,14 @@ Result<store::CandidateRecord> Synthesizer::Impl::StepRecordCandidate(
 // identical source in this run.
 Result<EvaluatedCandidate> Synthesizer::Impl::StepEvaluate(const store::CandidateRecord& candidate,
                                                            const ParsedCandidate& parsed) {
-  EvaluatedCandidate evaluated{.candidate_id = candidate.id,
-                               .file_name = parsed.file_name,
-                               .source = parsed.source,
-                               .path = setup.store->run_dir() / "candidates" / candidate.id /
-                                       parsed.file_name,
-                               .sample = candidate.sample,
-                               .iteration = candidate.iteration,
-                               .verdict = {}};
+  EvaluatedCandidate evaluated{
+      .candidate_id = candidate.id,
+      .file_name = parsed.file_name,
+      .source = parsed.source,
+      .path = setup.store->run_dir() / "candidates" / candidate.id / parsed.file_name,
+      .sample = candidate.sample,
+      .iteration = candidate.iteration,
+      .verdict = {}};
   if (auto made = MakeDirs(evaluated.path.parent_path()); !made) {
     return std::unexpected(made.error());
   }
@@ -336,11 +336,12 @@ void Synthesizer::Impl::StepSelect(SampleState& state, const EvaluatedCandidate&
       diagnostics += "\n";
       diagnostics += evaluated.verdict.diagnostics;
     }
-    state.feedback = PreviousCandidate{.file_name = evaluated.file_name,
-                                       .source = evaluated.source,
-                                       .status = std::string(EvalStatusName(evaluated.verdict.status)),
-                                       .diagnostics = diagnostics,
-                                       .timing = ""};
+    state.feedback =
+        PreviousCandidate{.file_name = evaluated.file_name,
+                          .source = evaluated.source,
+                          .status = std::string(EvalStatusName(evaluated.verdict.status)),
+                          .diagnostics = diagnostics,
+                          .timing = ""};
   }
   std::lock_guard lock(mu);
   if (!best || IsBetter(evaluated, *best)) {
@@ -474,8 +475,8 @@ Result<SynthesisResult> Synthesizer::Run() {
   impl.generation =
       std::make_unique<agent::GenerationAgent>(impl.renderer, setup.generation_provider, *impl.log);
   impl.analysis = std::make_unique<agent::AnalysisAgent>(
-      impl.renderer,
-      setup.analysis_provider ? setup.analysis_provider : setup.generation_provider, *impl.log);
+      impl.renderer, setup.analysis_provider ? setup.analysis_provider : setup.generation_provider,
+      *impl.log);
 
   KFORGE_RETURN_IF_ERROR(impl.StepRegisterTask());
 

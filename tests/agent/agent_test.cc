@@ -1,9 +1,5 @@
 // The agents with a scripted provider and a real run store: every call recorded, a finished call
 // answered from the store on resume, a malformed answer returned as feedback, advice stored.
-#include "kforge/agent/analysis_agent.h"
-#include "kforge/agent/generation_agent.h"
-#include "kforge/agent/llm_call_log.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +7,9 @@
 #include <string>
 
 #include "../store/scratch_dir.h"
+#include "kforge/agent/analysis_agent.h"
+#include "kforge/agent/generation_agent.h"
+#include "kforge/agent/llm_call_log.h"
 #include "kforge/core/files.h"
 #include "kforge/store/run_store.h"
 #include "list_provider.h"
@@ -93,8 +92,8 @@ TEST_F(AgentTest, GenerationRecordsTheCallAndParsesTheCandidate) {
 }
 
 TEST_F(AgentTest, MalformedAnswerIsFeedbackNotAnError) {
-  auto provider = std::make_shared<ListProvider>(std::vector<std::string>{
-      "I would write a loop over the elements and clamp at zero."});
+  auto provider = std::make_shared<ListProvider>(
+      std::vector<std::string>{"I would write a loop over the elements and clamp at zero."});
   LlmCallLog log(*store_, "run-1", nullptr);
   GenerationAgent agent(renderer_, provider, log);
   auto answer = agent.Generate(inputs_, "sample-0");

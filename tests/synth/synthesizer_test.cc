@@ -137,8 +137,8 @@ class SynthesizerTest : public ::testing::Test {
 };
 
 TEST_F(SynthesizerTest, MalformedThenCompileErrorThenCorrect) {
-  auto provider = std::make_shared<ListProvider>(std::vector<std::string>{
-      kMalformed, CppAnswer(CompileError()), CppAnswer(Honest())});
+  auto provider = std::make_shared<ListProvider>(
+      std::vector<std::string>{kMalformed, CppAnswer(CompileError()), CppAnswer(Honest())});
   SynthesisSetup setup = harness_->Setup(provider);
   setup.options.iterations = 3;
   std::vector<ProgressEvent> events;
@@ -245,7 +245,8 @@ TEST_F(SynthesizerTest, TokenBudgetStopsNewCalls) {
 TEST_F(SynthesizerTest, MoneyAndWallTimeBudgetsStopNewCalls) {
   {
     auto provider = std::make_shared<ListProvider>(std::vector<std::string>(10, kMalformed));
-    auto budget = std::make_shared<llm::Budget>(llm::BudgetLimits{.max_tokens = {}, .max_usd = 0.025});
+    auto budget =
+        std::make_shared<llm::Budget>(llm::BudgetLimits{.max_tokens = {}, .max_usd = 0.025});
     SynthesisSetup setup = harness_->Setup(provider, budget);
     setup.options.iterations = 10;
     auto result = Synthesizer(std::move(setup)).Run();
@@ -274,8 +275,8 @@ TEST_F(SynthesizerTest, FunctionalPassesAreBounded) {
 }
 
 TEST_F(SynthesizerTest, RepeatedSamplingKeepsTheBestOfAllSamples) {
-  auto provider = std::make_shared<ListProvider>(std::vector<std::string>{
-      CppAnswer(Wrong()), CppAnswer(Honest()), CppAnswer(CompileError())});
+  auto provider = std::make_shared<ListProvider>(
+      std::vector<std::string>{CppAnswer(Wrong()), CppAnswer(Honest()), CppAnswer(CompileError())});
   SynthesisSetup setup = harness_->Setup(provider);
   setup.options.iterations = 1;
   setup.options.samples = 3;
@@ -331,7 +332,8 @@ TEST(SynthesizerResumeTest, KillAfterFirstEvaluationThenResumeRepeatsNoCall) {
   }
   int wstatus = 0;
   ASSERT_EQ(waitpid(child, &wstatus, 0), child);
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 77) GTEST_SKIP() << "cpu/cpp is not usable here";
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 77)
+    GTEST_SKIP() << "cpu/cpp is not usable here";
   ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << "status " << wstatus;
 
   Harness harness(dir.path());

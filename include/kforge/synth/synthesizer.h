@@ -59,10 +59,11 @@ struct SynthesisSetup {
 };
 
 struct SynthesisResult {
-  std::optional<EvaluatedCandidate> best;  // the best candidate of all samples, if any was evaluated
-  std::filesystem::path best_path;         // <run_dir>/best/<file> when best is correct, else empty
-  int steps = 0;                           // generation steps taken over all samples
-  std::string stop_reason;                 // why the loop ended, for the terminal
+  std::optional<EvaluatedCandidate>
+      best;                         // the best candidate of all samples, if any was evaluated
+  std::filesystem::path best_path;  // <run_dir>/best/<file> when best is correct, else empty
+  int steps = 0;                    // generation steps taken over all samples
+  std::string stop_reason;          // why the loop ended, for the terminal
 };
 
 class Synthesizer {

@@ -13,7 +13,8 @@ from typing import Any, Dict, List
 
 import torch
 
-from kforge_runner import environment, errors, isolation, process_guard, task_loader, tensor_files
+from kforge_runner import (environment, errors, isolation, process_guard, task_loader,
+                           tensor_files, timing)
 from kforge_runner.errors import LoadStage
 from kforge_runner.protocol import CandidateJob
 
@@ -81,6 +82,30 @@ def _write_outputs(directory: str, outputs: List[Any]) -> List[Dict[str, Any]]:
     return entries
 
 
+def _read_inputs(inputs_dir: str, index: int) -> List[Any]:
+    trial_dir = os.path.join(inputs_dir, f"trial_{index}")
+    return [tensor_files.read_value(trial_dir, e) for e in tensor_files.read_manifest(trial_dir)]
+
+
+def _time(job: CandidateJob, candidate, result: Dict[str, Any]) -> Dict[str, Any]:
+    """The ``timing`` object: statistics of the call on the first trial's inputs, or ``error``.
+
+    Only candidates whose trials all ran cleanly (unchanged inputs, no output problems) are
+    timed. Whatever goes wrong while timing is reported here and never changes the status.
+    """
+    if any(not t["inputs_unchanged"] or t["problems"] for t in result["trials"]):
+        return {"error": "not timed: a trial modified its inputs or had output problems"}
+    first = job.trials[0]
+    try:
+        inputs = _read_inputs(job.inputs_dir, first.index)
+        with process_guard.candidate_code():
+            clock, sampler = candidate.sampler(inputs, first.outputs)
+            return timing.measure(sampler, job.timing, clock)
+    except (Exception, SystemExit) as e:
+        return {"error": errors.format_diagnostics(e, [job.candidate.source_file or ""],
+                                                   "timing")}
+
+
 def run(job: CandidateJob) -> Dict[str, Any]:
     """Runs the candidate phase. Infrastructure failures (unreadable inputs, unwritable outputs_dir,
     a task that no longer loads) propagate to the entry point, which reports infra_error."""
@@ -96,9 +121,7 @@ def run(job: CandidateJob) -> Dict[str, Any]:
         result["environment"].update(candidate.environment)
         result.update(candidate.result_fields)
         for trial in job.trials:
-            trial_dir = os.path.join(job.inputs_dir, f"trial_{trial.index}")
-            inputs = [tensor_files.read_value(trial_dir, e)
-                      for e in tensor_files.read_manifest(trial_dir)]
+            inputs = _read_inputs(job.inputs_dir, trial.index)
             trial_started = time.monotonic()
             outputs, unchanged, problems = _call_candidate(
                 LoadStage.RUN, own_files, f"trial {trial.index}", candidate.run, inputs,
@@ -111,5 +134,8 @@ def run(job: CandidateJob) -> Dict[str, Any]:
                 "inputs_unchanged": unchanged, "problems": problems, "seconds": seconds})
     except _Failure as failure:
         result["status"], result["diagnostics"] = failure.status, failure.diagnostics
+    else:
+        if job.timing is not None and job.trials:
+            result["timing"] = _time(job, candidate, result)
     result["seconds"] = time.monotonic() - started
     return result

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from kforge_runner import input_guard, poison, source_loader, task_loader, tensor_files
+from kforge_runner import input_guard, poison, source_loader, task_loader, tensor_files, timing
 from kforge_runner.errors import CompileError
 from kforge_runner.protocol import OutputSpec
 
@@ -68,6 +68,19 @@ class ModuleCandidate:
         if state_loaded:
             self.model.load_state_dict({k: v.to(device) for k, v in state.items()})
         self.result_fields = {"state_loaded": state_loaded}
+
+    def sampler(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[str, Any]:
+        """(clock, sampler) timing one ``ModelNew`` call under no_grad on fresh input clones
+        (timing.py); freed memory is not poisoned between samples."""
+        originals = [v.to(self._device) if isinstance(v, torch.Tensor) else v for v in inputs]
+
+        def sample() -> float:
+            handed = input_guard.clones(originals)
+            with torch.no_grad():
+                seconds, _ = timing.time_call(self._device, lambda: self.model(*handed))
+            return seconds
+
+        return timing.clock_for(self._device), sample
 
     def run(self, inputs: List[Any],
             expected: List[OutputSpec]) -> Tuple[List[Any], bool, List[str]]:

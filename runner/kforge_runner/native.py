@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from kforge_runner import input_guard, poison, tensor_files
+from kforge_runner import input_guard, poison, tensor_files, timing
 from kforge_runner.errors import CompileError
 from kforge_runner.protocol import OutputSpec
 
@@ -76,6 +76,31 @@ class NativeCandidate:
         if isinstance(value, torch.Tensor):
             return value.to(self._device).contiguous()
         return torch.tensor(float(value), dtype=torch.float64)  # scalars stay on the host
+
+    def sampler(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[str, Any]:
+        """(clock, sampler) timing the ``kforge_forward`` call alone (timing.py).
+
+        Each sample gets fresh input clones and fresh output tensors, made before the clock starts.
+        A non-zero return code raises NativeCallError.
+        """
+        originals = [self._to_abi(v) for v in inputs] + self._state
+
+        def sample() -> float:
+            handed = input_guard.clones(originals)
+            outputs = [torch.empty(spec.shape, dtype=tensor_files.torch_dtype(spec.dtype),
+                                   device=self._device) for spec in expected]
+            in_array, out_array = _descriptor_array(handed), _descriptor_array(outputs)
+            stream = None
+            if self._device.type == "cuda":
+                stream = torch.cuda.current_stream(self._device).cuda_stream
+            seconds, status = timing.time_call(
+                self._device,
+                lambda: self._forward(in_array, len(handed), out_array, len(outputs), stream))
+            if status != 0:
+                raise NativeCallError(f"kforge_forward returned {status}")
+            return seconds
+
+        return timing.clock_for(self._device), sample
 
     def run(self, inputs: List[Any],
             expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool, List[str]]:

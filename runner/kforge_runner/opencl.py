@@ -112,7 +112,9 @@ class OpenCLCandidate:
         self.environment = {"opencl_device": device.name}
         self._state = [_host_array(t) for t in state]
         self._context = cl.Context([self.device])
-        self._queue = cl.CommandQueue(self._context)
+        # Profiling-enabled for timing (markers around launch); it changes nothing else.
+        self._queue = cl.CommandQueue(
+            self._context, properties=cl.command_queue_properties.PROFILING_ENABLE)
         module = source_loader.load_module(source_file, CANDIDATE_MODULE_NAME)
         for name in ("SOURCE", "launch"):
             if not hasattr(module, name):
@@ -131,6 +133,33 @@ class OpenCLCandidate:
         if host.nbytes:
             cl.enqueue_copy(self._queue, host, buffer.buf)
         return host
+
+    def sampler(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[str, Any]:
+        """("opencl-events", sampler) timing ``launch`` by event profiling (timing.py).
+
+        Each sample uploads fresh input buffers and allocates output buffers, and waits for the
+        queue, before the first marker; the sample is the end of a marker enqueued after
+        ``launch`` minus the start of one enqueued before it.
+        """
+        originals = [_host_array(v) for v in inputs] + self._state
+
+        def sample() -> float:
+            in_buffers = [self._upload(a) for a in originals]
+            out_buffers = [self._allocate(spec) for spec in expected]
+            self._queue.finish()
+            first = cl.enqueue_marker(self._queue)
+            self._launch(cl, self._queue, self._program, in_buffers, out_buffers)
+            last = cl.enqueue_marker(self._queue)
+            self._queue.finish()
+            return (last.profile.end - first.profile.start) / 1e9
+
+        return "opencl-events", sample
+
+    def _allocate(self, spec: OutputSpec) -> Buffer:
+        dtype = np.dtype(tensor_files.NUMPY_DTYPES[spec.dtype])
+        numel = int(np.prod(spec.shape, dtype=np.int64))
+        buf = cl.Buffer(self._context, cl.mem_flags.READ_WRITE, max(numel * dtype.itemsize, 1))
+        return Buffer(buf, tuple(spec.shape), dtype)
 
     def run(self, inputs: List[Any],
             expected: List[OutputSpec]) -> Tuple[List[torch.Tensor], bool, List[str]]:

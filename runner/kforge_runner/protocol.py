@@ -6,6 +6,7 @@ raises ``JobError``, which the entry point reports as ``infra_error``.
 
 import dataclasses
 import json
+import math
 import os
 from typing import Any, Dict, List, Optional
 
@@ -55,6 +56,21 @@ class Tolerance:
 
 
 @dataclasses.dataclass(frozen=True)
+class TimingSpec:
+    """The job's optional ``timing`` object: when to stop sampling (timing.measure).
+
+    ``target_rel_std`` of 0 turns the noise target off: sampling stops as soon as ``min_samples``
+    and ``min_seconds`` (summed sample time) are in (stopped_by "min").
+    """
+
+    min_samples: int = 10
+    min_seconds: float = 0.5
+    max_seconds: float = 15.0
+    target_rel_std: float = 0.005
+    warmup_seconds: float = 0.2
+
+
+@dataclasses.dataclass(frozen=True)
 class ReferenceJob:
     task: TaskSpec
     device: str
@@ -63,6 +79,7 @@ class ReferenceJob:
     tolerance: Tolerance
     inputs_dir: str
     outputs_dir: str
+    timing: Optional[TimingSpec] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +116,7 @@ class CandidateJob:
     inputs_dir: str
     outputs_dir: str
     trials: List[CandidateTrial]
+    timing: Optional[TimingSpec] = None
 
 
 def _field(obj: Dict[str, Any], key: str, kind, where: str):
@@ -138,6 +156,30 @@ def _parse_task(job: Dict[str, Any]) -> TaskSpec:
                     overrides=dict(overrides))
 
 
+def _parse_timing(job: Dict[str, Any]) -> Optional[TimingSpec]:
+    """The optional ``timing`` object; absent or null: no timing. Missing keys take defaults."""
+    if job.get("timing") is None:
+        return None
+    timing = _field(job, "timing", dict, "job")
+    defaults = TimingSpec()
+    values = {}
+    for f in dataclasses.fields(TimingSpec):
+        if f.name not in timing:
+            values[f.name] = getattr(defaults, f.name)
+            continue
+        kind = int if f.name == "min_samples" else (int, float)
+        value = _field(timing, f.name, kind, "job.timing")
+        if value < 0 or not math.isfinite(value):
+            raise JobError(f"job.timing.{f.name}: expected a finite number >= 0, got {value!r}")
+        values[f.name] = value if f.name == "min_samples" else float(value)
+    unknown = sorted(set(timing) - set(values))
+    if unknown:
+        raise JobError(f"job.timing: unknown field(s) {unknown}")
+    if values["min_samples"] < 1:
+        raise JobError("job.timing.min_samples: at least 1")
+    return TimingSpec(**values)
+
+
 def _parse_reference(job: Dict[str, Any]) -> ReferenceJob:
     trials = []
     for i, trial in enumerate(_field(job, "trials", list, "job")):
@@ -162,7 +204,8 @@ def _parse_reference(job: Dict[str, Any]) -> ReferenceJob:
         tolerance=Tolerance(atol=float(_field(tolerance, "atol", (int, float), "job.tolerance")),
                             rtol=float(_field(tolerance, "rtol", (int, float), "job.tolerance"))),
         inputs_dir=inputs_dir,
-        outputs_dir=outputs_dir)
+        outputs_dir=outputs_dir,
+        timing=_parse_timing(job))
 
 
 def _parse_candidate_spec(job: Dict[str, Any]) -> CandidateSpec:
@@ -210,7 +253,8 @@ def _parse_candidate(job: Dict[str, Any]) -> CandidateJob:
                         init_seed=_field(job, "init_seed", int, "job"),
                         inputs_dir=inputs_dir,
                         outputs_dir=outputs_dir,
-                        trials=trials)
+                        trials=trials,
+                        timing=_parse_timing(job))
 
 
 def parse_job(document: Any):

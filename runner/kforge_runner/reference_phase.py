@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 import torch
 
-from kforge_runner import environment, errors, task_loader, tensor_files
+from kforge_runner import environment, errors, input_guard, task_loader, tensor_files, timing
 from kforge_runner.degenerate import DegenerateCheck
 from kforge_runner.protocol import ReferenceJob, ReferenceTrial
 
@@ -121,6 +121,26 @@ def _write_init(job: ReferenceJob, model: torch.nn.Module, init_inputs: List[Any
     return init
 
 
+def _time_eager(job: ReferenceJob, model: torch.nn.Module, inputs: List[Any],
+                device: torch.device) -> Dict[str, Any]:
+    """The eager baseline: the reference ``Model``'s forward on trial 0's inputs, timed like a
+    candidate (timing.py); a failure is reported as ``error`` and does not fail the phase."""
+    result: Dict[str, Any] = {"baseline": "eager"}
+    try:
+        originals = [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
+
+        def sample() -> float:
+            handed = input_guard.clones(originals)
+            with torch.no_grad():
+                seconds, _ = timing.time_call(device, lambda: model(*handed))
+            return seconds
+
+        result.update(timing.measure(sample, job.timing, timing.clock_for(device)))
+    except Exception as e:  # the task's code failing while timed is reported, not fatal
+        result["error"] = errors.format_diagnostics(e, [job.task.source_file], "timing")
+    return result
+
+
 def run(job: ReferenceJob) -> Dict[str, Any]:
     """Runs the reference phase; failures of the task's code become ``reference_error`` results.
 
@@ -155,6 +175,8 @@ def run(job: ReferenceJob) -> Dict[str, Any]:
         stage = "determinism re-run of trial 0"
         check.record_rerun(first[1], _run_model(model, first[0], device))
         result["degenerate"] = check.flags()
+        if job.timing is not None:
+            result["timing"] = _time_eager(job, model, first[0], device)
     except OSError:
         raise
     except Exception as e:  # Anything raised by the task's code is the reference's failure.

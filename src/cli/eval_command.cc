@@ -38,6 +38,8 @@ struct EvalArgs {
   std::vector<std::string> overrides;  // NAME=JSON
   bool no_guardrails = false;
   bool allow_reference_ops = false;
+  bool time = false;
+  double time_max_seconds = 15;
 };
 
 // Exit codes, stated in --help.
@@ -157,6 +159,8 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
   options.keep_work_dir = args.keep_work;
   options.static_guardrails = !args.no_guardrails;
   options.allow_reference_ops = args.allow_reference_ops;
+  options.time = args.time;
+  options.timing.max_seconds = args.time_max_seconds;
   options.memory_limit_bytes = static_cast<std::uint64_t>(args.memory_limit_gib * (1ull << 30));
   if (args.seed != 0) options.seed = args.seed;
   if (args.timeout_s > 0) {
@@ -266,6 +270,14 @@ void AddEvalCommand(CLI::App& app) {
   cmd->add_flag("--allow-reference-ops", args->allow_reference_ops,
                 "Let candidates call PyTorch's compute ops (torch.*, F.*, nn submodules) in the "
                 "forward path instead of rejecting them");
+  cmd->add_flag("--time", args->time,
+                "Time a correct candidate's call after the trials, and the reference's PyTorch "
+                "eager forward on the same device in the same run (median, noise, speedup; "
+                "runner/PROTOCOL.md, Timing)");
+  cmd->add_option("--time-max-seconds", args->time_max_seconds,
+                  "With --time: stop sampling after this many seconds whatever the noise")
+      ->default_val(15)
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--keep-work", args->keep_work, "Keep the evaluation's work folder for debugging");
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")->default_val("kforge-runs");
   cmd->add_flag("--no-store", args->no_store, "Do not store the verdict");

@@ -239,6 +239,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   ref_job.tolerance = v.tolerance;
   ref_job.inputs_dir = slot->inputs_dir();
   ref_job.outputs_dir = slot->outputs_dir();
+  if (options_.time) ref_job.timing = options_.timing;
   auto ref_run = slot->reference().Run(ReferenceJobJson(ref_job), options_.reference_timeout, stop);
   if (!ref_run) return infra(ref_run.error());
   v.reference_seconds = slot->reference().seconds_since_job();
@@ -255,6 +256,10 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   reference = std::move(*parsed_ref);
   v.degenerate = reference.degenerate;
   v.environment = reference.environment_json;
+  if (options_.time && reference.status == "ok") {
+    v.eager_baseline = reference.timing.stats;
+    v.eager_baseline_error = reference.timing.error;
+  }
   if (reference.status != "ok") {
     v.status = reference.status == "infra_error" ? EvalStatus::kInfraError
                                                  : EvalStatus::kReferenceError;
@@ -297,6 +302,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   cand_job.inputs_dir = slot->inputs_dir();
   cand_job.outputs_dir = slot->cand_dir();
   for (const auto& t : reference.trials) cand_job.expected_outputs.push_back(t.outputs);
+  if (options_.time) cand_job.timing = options_.timing;
   const auto cand_timeout =
       *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
   auto cand_run = slot->candidate().Run(CandidateJobJson(cand_job), cand_timeout, stop);
@@ -364,6 +370,14 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.status = EvalStatus::kCorrect;
     v.message = fmt::format("matches the reference on {} trials", v.trials.size());
     if (v.degenerate.any()) v.message += " (degenerate task: " + v.degenerate.Describe() + ")";
+    if (options_.time) {
+      // Step: the timing the runner took after the trials (only a correct candidate's counts).
+      v.timing = result->timing.stats;
+      v.timing_error = result->timing.error;
+      if (v.timing && v.eager_baseline && v.timing->median_s > 0) {
+        v.speedup_vs_eager = v.eager_baseline->median_s / v.timing->median_s;
+      }
+    }
   } else {
     v.status = EvalStatus::kMismatch;
     int failed = 0;

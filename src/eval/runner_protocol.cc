@@ -54,7 +54,62 @@ Result<json> ParseDocument(std::string_view text, std::string_view phase) {
   return doc;
 }
 
+json TimingOptionsJson(const TimingOptions& t) {
+  return {{"min_samples", t.min_samples},
+          {"min_seconds", t.min_seconds},
+          {"max_seconds", t.max_seconds},
+          {"target_rel_std", t.target_rel_std},
+          {"warmup_seconds", t.warmup_seconds}};
+}
+
+TimingOutcome ParseTiming(const json& doc) {
+  TimingOutcome out;
+  if (!doc.contains("timing")) {
+    out.error = "the runner reported no timing";
+    return out;
+  }
+  const json& t = doc["timing"];
+  if (!t.is_object()) {
+    out.error = "the runner's timing is not an object";
+    return out;
+  }
+  if (t.contains("error")) {
+    out.error = t["error"].is_string() ? t["error"].get<std::string>() : t["error"].dump();
+    return out;
+  }
+  try {
+    TimingStats s;
+    s.clock = t.at("clock").get<std::string>();
+    s.median_s = t.at("median_s").get<double>();
+    s.mean_s = t.at("mean_s").get<double>();
+    s.min_s = t.at("min_s").get<double>();
+    s.p10_s = t.at("p10_s").get<double>();
+    s.p90_s = t.at("p90_s").get<double>();
+    s.rel_std = t.at("rel_std").get<double>();
+    s.samples = t.at("samples").get<int>();
+    s.stopped_by = t.at("stopped_by").get<std::string>();
+    if (s.samples < 1 || !(s.median_s >= 0)) {
+      out.error = "the runner's timing has no samples or a negative median";
+      return out;
+    }
+    out.stats = std::move(s);
+  } catch (const json::exception& e) {
+    out.error = fmt::format("malformed timing in the runner's result: {}", e.what());
+  }
+  return out;
+}
+
 }  // namespace
+
+TimingOutcome ParseTimingField(std::string_view json_text) {
+  json doc = json::object();
+  if (!json_text.empty()) {
+    json t = json::parse(json_text, nullptr, false);
+    if (t.is_discarded()) return {std::nullopt, "the runner's timing is not JSON"};
+    doc["timing"] = std::move(t);
+  }
+  return ParseTiming(doc);
+}
 
 std::string ReferenceJobJson(const ReferenceJob& job) {
   json trials = json::array();
@@ -68,6 +123,7 @@ std::string ReferenceJobJson(const ReferenceJob& job) {
             {"tolerance", {{"atol", job.tolerance.atol}, {"rtol", job.tolerance.rtol}}},
             {"inputs_dir", job.inputs_dir.string()},
             {"outputs_dir", job.outputs_dir.string()}};
+  if (job.timing) j["timing"] = TimingOptionsJson(*job.timing);
   return j.dump(2);
 }
 
@@ -93,6 +149,7 @@ std::string CandidateJobJson(const CandidateJob& job) {
             {"inputs_dir", job.inputs_dir.string()},
             {"outputs_dir", job.outputs_dir.string()},
             {"trials", trials}};
+  if (job.timing) j["timing"] = TimingOptionsJson(*job.timing);
   return j.dump(2);
 }
 
@@ -112,6 +169,7 @@ Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::pa
       r.degenerate.constant_passes = d.value("constant_passes", false);
       r.degenerate.nondeterministic = d.value("nondeterministic", false);
     }
+    r.timing = ParseTiming(*doc);
     for (const auto& t : doc->value("trials", json::array())) {
       ReferenceTrial trial;
       trial.index = t.value("index", 0);
@@ -142,6 +200,7 @@ Result<CandidateResult> ParseCandidateResult(std::string_view text, const fs::pa
     if (doc->contains("observed_isolation")) {
       r.observed_isolation_json = (*doc)["observed_isolation"].dump();
     }
+    r.timing = ParseTiming(*doc);
     for (const auto& t : doc->value("trials", json::array())) {
       CandidateTrial trial;
       trial.index = t.value("index", 0);

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kforge/core/error.h"
 #include "kforge/eval/tensor_compare.h"
+#include "kforge/eval/timing.h"
 #include "kforge/eval/verdict.h"
 #include "kforge/task/task.h"
 
@@ -31,6 +33,7 @@ struct ReferenceJob {
   Tolerance tolerance;
   std::filesystem::path inputs_dir;
   std::filesystem::path outputs_dir;
+  std::optional<TimingOptions> timing;  // the eager baseline is timed when set
 };
 
 struct CandidateJob {
@@ -46,6 +49,13 @@ struct CandidateJob {
   std::filesystem::path inputs_dir;
   std::filesystem::path outputs_dir;
   std::vector<std::vector<TensorFile>> expected_outputs;  // per trial: shapes and dtypes
+  std::optional<TimingOptions> timing;  // the call is timed after the trials when set
+};
+
+// A result's `timing` field: statistics, or why there are none.
+struct TimingOutcome {
+  std::optional<TimingStats> stats;
+  std::string error;  // set when the field is absent from a timed job, an error or malformed
 };
 
 struct ReferenceTrial {
@@ -62,6 +72,7 @@ struct ReferenceResult {
   std::vector<ReferenceTrial> trials;
   DegenerateFlags degenerate;
   std::string environment_json;
+  TimingOutcome timing;  // the eager baseline
 };
 
 struct CandidateTrial {
@@ -77,7 +88,11 @@ struct CandidateResult {
   std::vector<CandidateTrial> trials;
   std::string observed_isolation_json;
   std::string environment_json;
+  TimingOutcome timing;
 };
+
+// The `timing` field of a result document as JSON text (absent: "" gives an error that says so).
+TimingOutcome ParseTimingField(std::string_view json_text);
 
 std::string ReferenceJobJson(const ReferenceJob& job);
 std::string CandidateJobJson(const CandidateJob& job);

@@ -16,7 +16,25 @@ nlohmann::json ParseOrNull(const std::string& text) {
   return j.is_discarded() ? nlohmann::json(text) : j;
 }
 
+nlohmann::json TimingJson(const std::optional<TimingStats>& t) {
+  if (!t) return nullptr;
+  return {{"clock", t->clock},       {"median_s", t->median_s}, {"mean_s", t->mean_s},
+          {"min_s", t->min_s},       {"p10_s", t->p10_s},       {"p90_s", t->p90_s},
+          {"rel_std", t->rel_std},   {"samples", t->samples},   {"stopped_by", t->stopped_by}};
+}
+
+// The first line of a (possibly multi-line) error, for the one-line text summary.
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 }  // namespace
+
+bool IsBetter(const Verdict& challenger, const Verdict& incumbent) {
+  const bool c = challenger.status == EvalStatus::kCorrect;
+  const bool i = incumbent.status == EvalStatus::kCorrect;
+  if (c != i) return c;
+  if (!c || !challenger.timing || !incumbent.timing) return false;
+  return challenger.timing->median_s < incumbent.timing->median_s;
+}
 
 std::string DegenerateFlags::Describe() const {
   std::vector<std::string_view> parts;
@@ -63,6 +81,16 @@ std::string Verdict::ToJson() const {
   j["compile_cache_hit"] = compile_cache_hit;
   j["isolation"] = {{"sandbox", isolation}, {"observed", ParseOrNull(observed_isolation)}};
   j["environment"] = ParseOrNull(environment);
+  if (timing || eager_baseline || !timing_error.empty() || !eager_baseline_error.empty()) {
+    j["timing"] = {{"candidate", TimingJson(timing)},
+                   {"candidate_error", timing_error},
+                   {"eager_baseline", TimingJson(eager_baseline)},
+                   {"eager_baseline_error", eager_baseline_error},
+                   {"speedup_vs_eager", speedup_vs_eager ? nlohmann::json(*speedup_vs_eager)
+                                                         : nlohmann::json(nullptr)}};
+  } else {
+    j["timing"] = nullptr;
+  }
   return j.dump(2);
 }
 
@@ -96,6 +124,20 @@ std::string Verdict::ToText() const {
   out += fmt::format("  time      compile {:.2f} s{}, reference {:.2f} s, candidate {:.2f} s, total {:.2f} s\n",
                      compile_seconds, compile_cache_hit ? " (cached)" : "", reference_seconds,
                      candidate_seconds, total_seconds);
+  if (timing) {
+    out += fmt::format("  timing    {}\n", timing->Describe());
+  } else if (!timing_error.empty()) {
+    out += fmt::format("  timing    not measured: {}\n", FirstLine(timing_error));
+  }
+  if (eager_baseline) {
+    out += fmt::format("  eager     {}\n", eager_baseline->Describe());
+  } else if (!eager_baseline_error.empty()) {
+    out += fmt::format("  eager     not measured: {}\n", FirstLine(eager_baseline_error));
+  }
+  if (speedup_vs_eager) {
+    out += fmt::format("  speedup   {:.3g}x vs PyTorch eager (median / median)\n",
+                       *speedup_vs_eager);
+  }
   out += fmt::format("  isolation {}\n", isolation);
   return out;
 }

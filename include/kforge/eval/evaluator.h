@@ -21,6 +21,7 @@
 #include <stop_token>
 
 #include "kforge/eval/compile_service.h"
+#include "kforge/eval/timing.h"
 #include "kforge/eval/verdict.h"
 #include "kforge/target/backend.h"
 #include "kforge/task/task.h"
@@ -48,6 +49,11 @@ struct EvalOptions {
   bool static_guardrails = true;
   // The target lets candidates call the reference framework's compute ops in the forward path.
   bool allow_reference_ops = false;
+  // Time the call after the correctness trials (runner/PROTOCOL.md "Timing"), and the reference
+  // Model's forward as the PyTorch eager baseline in the same run. The verdict keeps the
+  // candidate's timing only when it is correct; timing failures never change the status.
+  bool time = false;
+  TimingOptions timing;  // when sampling stops (EVAL-PROTOCOL's rule by default)
 };
 
 class WorkSlot;

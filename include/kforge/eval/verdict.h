@@ -2,11 +2,13 @@
 #ifndef KFORGE_EVAL_VERDICT_H_
 #define KFORGE_EVAL_VERDICT_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kforge/core/error.h"
+#include "kforge/eval/timing.h"
 #include "kforge/store/records.h"
 #include "kforge/task/task.h"
 
@@ -65,10 +67,25 @@ struct Verdict {
   std::string isolation;           // what the sandbox provided (Isolation::Describe)
   std::string observed_isolation;  // what the runner saw from inside, as JSON text
   std::string environment;         // runner environment as JSON text
+  // Timing (EvalOptions::time; runner/PROTOCOL.md "Timing"): the candidate's call, kept only for
+  // a correct candidate, and the reference Model's forward (PyTorch eager) timed the same way on
+  // the same device in the same run. An `*_error` says why a requested timing is missing.
+  std::optional<TimingStats> timing;
+  std::string timing_error;
+  std::optional<TimingStats> eager_baseline;
+  std::string eager_baseline_error;
+  // eager baseline median / candidate median, when both are present and positive.
+  std::optional<double> speedup_vs_eager;
 
   std::string ToJson() const;      // one JSON object, documented in docs/verdict.md
   std::string ToText() const;      // a few readable lines for the terminal
 };
+
+// The selection rule of the synthesis loop: true when `challenger` should replace `incumbent` as
+// the best candidate. A correct verdict beats one that is not; between two correct verdicts that
+// both carry timing, the lower candidate median wins. Everything else (equal medians, a missing
+// timing, two verdicts that are not correct) keeps the incumbent, the earlier one.
+bool IsBetter(const Verdict& challenger, const Verdict& incumbent);
 
 }  // namespace kforge
 

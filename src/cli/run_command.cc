@@ -295,7 +295,12 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
              run_dir.string());
 
   CompileService compiler;
-  Evaluator evaluator(compiler, EvalOptions{});
+  // Every correct candidate is timed (the loop keeps the fastest), and the next evaluation's
+  // runners warm while one runs.
+  EvalOptions eval_options;
+  eval_options.time = true;
+  eval_options.prepare_next = true;
+  Evaluator evaluator(compiler, eval_options);
   synth::SynthesisSetup setup;
   setup.store = store->get();
   setup.run_id = run_id;

@@ -5,7 +5,8 @@
 namespace kforge::synth {
 
 bool IsBetter(const EvaluatedCandidate& challenger, const EvaluatedCandidate& incumbent) {
-  if (challenger.correct() != incumbent.correct()) return challenger.correct();
+  if (kforge::IsBetter(challenger.verdict, incumbent.verdict)) return true;
+  if (kforge::IsBetter(incumbent.verdict, challenger.verdict)) return false;
   // Equal standing: the earlier candidate stays, so the choice does not depend on which sample
   // finished first.
   return std::tie(challenger.sample, challenger.iteration) <

@@ -45,13 +45,20 @@ Verdict VerdictFromStored(const store::EvaluationRecord& record) {
   return verdict;
 }
 
-// What the optimization prompt and the analysis agent are told about speed. There is no kernel
-// timing yet, so they are told that, not handed a process wall time as if it were one.
+// What the optimization prompt and the analysis agent are told about speed: the candidate's
+// measured median and the eager baseline's from the same run, or why there is none.
 std::string TimingText(const Verdict& verdict) {
-  return fmt::format(
-      "not measured yet (no timing in this build); the correctness run took {:.2f} s of wall "
-      "time including process start-up, which is not a kernel time",
-      verdict.candidate_seconds);
+  if (!verdict.timing) {
+    return verdict.timing_error.empty()
+               ? std::string("not measured for this candidate")
+               : fmt::format("not measured: {}", verdict.timing_error);
+  }
+  std::string text = fmt::format("candidate {}", verdict.timing->Describe());
+  if (verdict.eager_baseline) {
+    text += fmt::format("; PyTorch eager {}", verdict.eager_baseline->Describe());
+  }
+  if (verdict.speedup_vs_eager) text += fmt::format("; speedup {:.2f}x", *verdict.speedup_vs_eager);
+  return text;
 }
 
 std::string Describe(const std::optional<EvaluatedCandidate>& best) {

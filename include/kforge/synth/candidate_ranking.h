@@ -1,10 +1,10 @@
 // Which of two evaluated candidates is better: the one rule the loop uses to keep its best
 // candidate, so that a later, worse candidate never replaces it.
 //
-// Today "better" means correct: a correct candidate beats one that is not, and between two of
-// equal standing the earlier one (lower sample, then lower iteration) stays. When timing exists
-// (median time per candidate), the rule compares correct candidates by median time here and
-// nowhere else.
+// The evaluation's own rule decides first (kforge::IsBetter in eval/verdict.h): correct beats not
+// correct, and between two correct candidates that were both timed the lower median time wins.
+// Between candidates of equal standing the earlier one (lower sample, then lower iteration) stays,
+// so the choice does not depend on which sample finished first.
 #ifndef KFORGE_SYNTH_CANDIDATE_RANKING_H_
 #define KFORGE_SYNTH_CANDIDATE_RANKING_H_
 

@@ -321,7 +321,9 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
     (void)(*store)->FinishRun(run_id, store::RunStatus::kFailed);
     return fail(result.error(), kExitInfra);
   }
-  if (auto finished = (*store)->FinishRun(run_id, store::RunStatus::kFinished); !finished) {
+  const store::RunStatus status =
+      result->interrupted ? store::RunStatus::kInterrupted : store::RunStatus::kFinished;
+  if (auto finished = (*store)->FinishRun(run_id, status); !finished) {
     fmt::print(stderr, "{}: {}\n", who, finished.error().message);
   }
 

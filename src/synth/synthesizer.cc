@@ -78,6 +78,7 @@ struct SampleState {
   int functional_attempts = 0;
   int optimization_attempts = 0;
   std::string stop_reason;
+  bool call_failed = false;  // the sample stopped on a failed LLM call
 };
 
 }  // namespace
@@ -399,6 +400,7 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
       auto analysed = StepAnalyse(state, iteration);
       if (!analysed) {
         state.stop_reason = fmt::format("analysis call failed: {}", analysed.error().message);
+        state.call_failed = true;
         break;
       }
       advice = std::move(*analysed);
@@ -407,6 +409,7 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
     auto answer = StepGenerate(state, pass, advice);
     if (!answer) {
       state.stop_reason = fmt::format("generation call failed: {}", answer.error().message);
+      state.call_failed = true;
       break;
     }
     {
@@ -521,6 +524,7 @@ Result<SynthesisResult> Synthesizer::Run() {
   }
   std::vector<std::string> reasons;
   for (const auto& state : states) {
+    result.interrupted |= state.call_failed;
     if (std::ranges::find(reasons, state.stop_reason) == reasons.end()) {
       reasons.push_back(state.stop_reason);
     }

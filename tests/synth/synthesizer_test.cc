@@ -240,6 +240,20 @@ TEST_F(SynthesizerTest, TokenBudgetStopsNewCalls) {
   EXPECT_EQ(result->steps, 2);
   EXPECT_FALSE(result->best);
   EXPECT_NE(result->stop_reason.find("token"), std::string::npos) << result->stop_reason;
+  EXPECT_FALSE(result->interrupted) << "a budget ends a run; it does not interrupt it";
+}
+
+TEST_F(SynthesizerTest, AFailedCallInterruptsTheRun) {
+  // One answer, then the script has none: the second call fails, as an unanswered inbox would.
+  auto provider = std::make_shared<ListProvider>(std::vector<std::string>{kMalformed});
+  SynthesisSetup setup = harness_->Setup(provider);
+  setup.options.iterations = 3;
+  auto result = Synthesizer(std::move(setup)).Run();
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(provider->calls(), 2);
+  EXPECT_TRUE(result->interrupted);
+  EXPECT_NE(result->stop_reason.find("generation call failed"), std::string::npos)
+      << result->stop_reason;
 }
 
 TEST_F(SynthesizerTest, MoneyAndWallTimeBudgetsStopNewCalls) {

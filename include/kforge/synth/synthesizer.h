@@ -64,6 +64,9 @@ struct SynthesisResult {
   std::filesystem::path best_path;  // <run_dir>/best/<file> when best is correct, else empty
   int steps = 0;                    // generation steps taken over all samples
   std::string stop_reason;          // why the loop ended, for the terminal
+  // A sample ended because an LLM call failed (an unanswered inbox prompt, a provider error):
+  // the run is resumable rather than finished, and is stored as `interrupted`.
+  bool interrupted = false;
 };
 
 class Synthesizer {

@@ -113,10 +113,10 @@ Evaluator::Evaluator(CompileService& compiler, EvalOptions options)
 
 Evaluator::~Evaluator() = default;
 
-Result<std::unique_ptr<WorkSlot>> Evaluator::TakeSlot(const Backend& backend) {
+Result<SlotConfig> Evaluator::ConfigFor(const Backend& backend) {
   auto runner_dir = InstallRunner(options_.work_root);
   if (!runner_dir) return std::unexpected(runner_dir.error());
-  SlotConfig config{.work_root = options_.work_root,
+  return SlotConfig{.work_root = options_.work_root,
                     .runner_dir = *runner_dir,
                     .device = backend.RunnerDevice(),
                     .uses_accelerator = backend.UsesAccelerator(),
@@ -124,13 +124,38 @@ Result<std::unique_ptr<WorkSlot>> Evaluator::TakeSlot(const Backend& backend) {
                     .process_limit = options_.process_limit,
                     .keep = options_.keep_work_dir,
                     .max_wait = std::chrono::seconds(1800)};
+}
+
+Result<std::unique_ptr<WorkSlot>> Evaluator::TakeSlot(const Backend& backend) {
+  auto config = ConfigFor(backend);
+  if (!config) return std::unexpected(config.error());
   std::unique_ptr<WorkSlot> slot;
   {
     std::lock_guard lock(mu_);
-    slot = std::move(prepared_);
+    // The oldest prepared slot has warmed longest; slots for another device, or whose runners
+    // died while waiting, are dropped.
+    while (!slot && !prepared_.empty()) {
+      std::unique_ptr<WorkSlot> candidate = std::move(prepared_.front());
+      prepared_.pop_front();
+      if (candidate->config() == *config && candidate->alive()) slot = std::move(candidate);
+    }
   }
-  if (slot && slot->config() == config && slot->alive()) return slot;
-  return WorkSlot::Prepare(config);
+  if (slot) return slot;
+  return WorkSlot::Prepare(*config);
+}
+
+void Evaluator::TopUpPreparedSlots(const Backend& backend) {
+  if (!options_.prepare_next) return;
+  auto config = ConfigFor(backend);
+  if (!config) return;
+  const std::size_t depth =
+      backend.UsesAccelerator() ? static_cast<std::size_t>(std::max(options_.prepare_depth, 1)) : 1;
+  std::lock_guard lock(mu_);
+  while (prepared_.size() < depth) {
+    auto slot = WorkSlot::Prepare(*config);
+    if (!slot) return;
+    prepared_.push_back(std::move(*slot));
+  }
 }
 
 Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::path& candidate,
@@ -203,14 +228,8 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   auto taken = TakeSlot(backend);
   if (!taken) return infra(taken.error());
   slot = std::move(*taken);
-  if (options_.prepare_next) {
-    // The next evaluation's runners warm up (Python, torch, device context) while this one runs.
-    auto next = TakeSlot(backend);
-    if (next) {
-      std::lock_guard lock(mu_);
-      prepared_ = std::move(*next);
-    }
-  }
+  // The next evaluations' runners warm up (Python, torch, device context) while this one runs.
+  TopUpPreparedSlots(backend);
   const fs::path task_file = slot->task_file();
   const fs::path candidate_file = slot->work() / ("candidate" + candidate.extension().string());
   std::error_code ec;

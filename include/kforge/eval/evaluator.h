@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,9 @@ struct EvalOptions {
   // device context start while nothing waits for them). For callers that evaluate many
   // candidates in a row; costs two idle processes (and their device contexts) in between.
   bool prepare_next = false;
+  // How many slots warm ahead on accelerator targets, whose runners take seconds to start (torch
+  // import and a device context); CPU targets keep one, since warming competes for the cores.
+  int prepare_depth = 2;
   // Static guardrails (src/eval/guardrails.h) before anything compiles: a reject ends the
   // evaluation with status `guardrail`, flags go into the verdict. Default on; off only to test
   // what the sandbox does with candidates the guardrails would stop.
@@ -57,6 +61,7 @@ struct EvalOptions {
 };
 
 class WorkSlot;
+struct SlotConfig;
 
 class Evaluator {
  public:
@@ -72,13 +77,17 @@ class Evaluator {
   void set_prepare_next(bool prepare) { options_.prepare_next = prepare; }
 
  private:
+  // The slot settings for `backend`'s device.
+  Result<SlotConfig> ConfigFor(const Backend& backend);
   // A prepared slot for `backend`'s device, or a fresh one.
   Result<std::unique_ptr<WorkSlot>> TakeSlot(const Backend& backend);
+  // With prepare_next: starts slots until enough are warming for the next evaluations.
+  void TopUpPreparedSlots(const Backend& backend);
 
   CompileService& compiler_;
   EvalOptions options_;
   std::mutex mu_;
-  std::unique_ptr<WorkSlot> prepared_;  // guarded by mu_
+  std::deque<std::unique_ptr<WorkSlot>> prepared_;  // guarded by mu_; oldest first
 };
 
 }  // namespace kforge

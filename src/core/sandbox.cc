@@ -16,7 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uid_t kNobody = 65534;
 
 bool CanDropPrivileges(const SandboxPolicy& policy) {
   return policy.drop_privileges && ::geteuid() == 0;
@@ -24,8 +23,8 @@ bool CanDropPrivileges(const SandboxPolicy& policy) {
 
 void ApplyUser(ProcessSpec& spec, const SandboxPolicy& policy) {
   if (CanDropPrivileges(policy)) {
-    spec.uid = kNobody;
-    spec.gid = kNobody;
+    spec.uid = kUnprivilegedUid;
+    spec.gid = kUnprivilegedUid;
   }
 }
 
@@ -109,8 +108,8 @@ bool BubblewrapWorks(const std::string& bwrap) {
                 "--", "true"};
   probe.timeout = std::chrono::seconds(10);
   if (::geteuid() == 0) {
-    probe.uid = kNobody;
-    probe.gid = kNobody;
+    probe.uid = kUnprivilegedUid;
+    probe.gid = kUnprivilegedUid;
   }
   auto r = RunProcess(probe);
   if (!r || r->state != ProcessState::kDone) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 
+#include "file_modes.h"
 #include "kforge/core/files.h"
 #include "kforge/core/sandbox.h"
 #include "kforge/eval/guardrails.h"
@@ -19,12 +20,10 @@
 namespace kforge {
 namespace {
 
+using namespace file_modes;  // NOLINT(google-build-using-namespace): the modes read as words
+
 namespace fs = std::filesystem;
 
-constexpr auto kReadable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                           fs::perms::others_read | fs::perms::others_exec;
-constexpr auto kReadableFile = fs::perms::owner_read | fs::perms::owner_write |
-                               fs::perms::group_read | fs::perms::others_read;
 
 double SecondsSince(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "file_modes.h"
 #include "kforge/core/files.h"
 #include "kforge/core/hash.h"
 #include "kforge/target/probe.h"
@@ -14,10 +15,10 @@
 namespace kforge {
 namespace {
 
+using namespace file_modes;  // NOLINT(google-build-using-namespace): the modes read as words
+
 namespace fs = std::filesystem;
 
-constexpr auto kReadable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                           fs::perms::others_read | fs::perms::others_exec;
 
 // The runner's environment: an allow-list, so that API keys and the like never reach candidates.
 std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs::path& scratch) {

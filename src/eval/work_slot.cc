@@ -3,19 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "file_modes.h"
 #include "kforge/core/files.h"
 
 namespace kforge {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace file_modes;  // NOLINT(google-build-using-namespace): the modes read as words
 
-constexpr uid_t kNobody = 65534;
-constexpr auto kReadable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                           fs::perms::others_read | fs::perms::others_exec;
-constexpr auto kReadableFile = fs::perms::owner_read | fs::perms::owner_write |
-                               fs::perms::group_read | fs::perms::others_read;
-constexpr auto kTraversable = fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec;
+namespace fs = std::filesystem;
 
 }  // namespace
 
@@ -44,9 +40,9 @@ Result<RunnerRun> WarmRunner::Run(const std::string& job_json, std::chrono::seco
   if (!alive()) {
     if (future_.valid()) {
       auto early = future_.get();
-      return Unavailable(fmt::format(
-          "the warm runner ended before its job was ready{}",
-          early ? ": " + early->process.stderr_text.substr(0, 2000) : ": " + early.error().message));
+      return Unavailable(fmt::format("the warm runner ended before its job was ready{}",
+                                     early ? ": " + early->process.stderr_text.substr(0, 2000)
+                                           : ": " + early.error().message));
     }
     return Internal("WarmRunner::Run called twice");
   }
@@ -86,15 +82,16 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
   }
   std::unique_ptr<WorkSlot> slot(new WorkSlot(config, fs::path(tmpl)));
   fs::permissions(slot->work(), kTraversable, ec);
-  for (const auto& dir : {slot->ref_dir(), slot->inputs_dir(), slot->outputs_dir(),
-                          slot->cand_dir()}) {
+  for (const auto& dir :
+       {slot->ref_dir(), slot->inputs_dir(), slot->outputs_dir(), slot->cand_dir()}) {
     fs::create_directories(dir, ec);
     if (ec) return IoError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
   }
   fs::permissions(slot->ref_dir(), kTraversable, ec);
   fs::permissions(slot->inputs_dir(), kReadable, ec);
   fs::permissions(slot->outputs_dir(), fs::perms::owner_all, ec);
-  if (::geteuid() == 0 && ::chown(slot->cand_dir().c_str(), kNobody, kNobody) != 0) {
+  if (::geteuid() == 0 &&
+      ::chown(slot->cand_dir().c_str(), kUnprivilegedUid, kUnprivilegedUid) != 0) {
     return IoError("cannot hand the scratch folder to user nobody");
   }
   fs::permissions(slot->cand_dir(), fs::perms::owner_all, ec);

@@ -12,6 +12,8 @@
 #ifndef KFORGE_CORE_SANDBOX_H_
 #define KFORGE_CORE_SANDBOX_H_
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -20,6 +22,9 @@
 #include "kforge/core/subprocess.h"
 
 namespace kforge {
+
+// The user a sandboxed child runs as when KForge runs as root (nobody).
+inline constexpr uid_t kUnprivilegedUid = 65534;
 
 struct SandboxPolicy {
   std::filesystem::path scratch_dir;                 // the only writable directory

@@ -86,6 +86,14 @@ class BubblewrapSandbox : public Sandbox {
     return spec;
   }
 
+  // bubblewrap, like a shell, reports a child killed by signal N as its own exit code 128 + N.
+  void UnwrapResult(ProcessResult& result) const override {
+    if (result.term_signal == 0 && result.exit_code > 128 && result.exit_code < 128 + 65) {
+      result.term_signal = result.exit_code - 128;
+      result.state = ProcessState::kFailed;
+    }
+  }
+
   Isolation isolation(const SandboxPolicy& policy) const override {
     Isolation iso;
     iso.mechanism = "bubblewrap";

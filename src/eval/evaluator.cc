@@ -58,14 +58,9 @@ std::string Tail(const std::string& text, std::size_t max_lines = 25) {
 }
 
 // A runner process that left no result: classify its death.
-void ClassifyDeath(ProcessResult p, std::chrono::seconds timeout, std::string_view phase,
+void ClassifyDeath(const ProcessResult& p, std::chrono::seconds timeout, std::string_view phase,
                    Verdict& v) {
   v.diagnostics = Tail(p.stderr_text);
-  // bubblewrap (like a shell) reports a child killed by signal N as exit code 128 + N.
-  if (p.term_signal == 0 && p.exit_code > 128 && p.exit_code < 128 + 65 &&
-      DefaultSandbox()->isolation({}).mechanism == "bubblewrap") {
-    p.term_signal = p.exit_code - 128;
-  }
   if (p.state == ProcessState::kTimedOut) {
     v.status = p.cancelled ? EvalStatus::kInfraError : EvalStatus::kTimeout;
     v.message = p.cancelled ? "cancelled"

@@ -152,6 +152,7 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   auto wrapped = DefaultSandbox()->Wrap(std::move(spec), with_site);
   auto r = RunProcess(wrapped, stop);
   if (!r) return std::unexpected(r.error());
+  DefaultSandbox()->UnwrapResult(*r);
   return RunnerRun{std::move(*r), std::chrono::duration<double>(SteadyClock::now() - start).count()};
 }
 

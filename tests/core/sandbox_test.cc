@@ -1,6 +1,7 @@
 #include "kforge/core/sandbox.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -74,6 +75,23 @@ TEST_F(SandboxTest, RunsAsNobodyWhenRoot) {
   SandboxPolicy policy = Policy();
   auto r = Run("id -u", policy);
   EXPECT_EQ(r.stdout_text, "65534\n");
+}
+
+}  // namespace
+}  // namespace kforge
+
+namespace kforge {
+namespace {
+
+TEST_F(SandboxTest, ChildKilledBySignalIsReportedAsThatSignal) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "kill -SEGV $$"};
+  spec.timeout = std::chrono::seconds(20);
+  auto r = RunProcess(sandbox_->Wrap(spec, Policy()));
+  ASSERT_TRUE(r);
+  sandbox_->UnwrapResult(*r);
+  EXPECT_EQ(r->term_signal, SIGSEGV) << "exit code " << r->exit_code;
+  EXPECT_EQ(r->state, ProcessState::kFailed);
 }
 
 }  // namespace

@@ -56,6 +56,10 @@ class Sandbox {
   virtual ProcessSpec Wrap(ProcessSpec spec, const SandboxPolicy& policy) const = 0;
   // The isolation Wrap() provides under `policy`.
   virtual Isolation isolation(const SandboxPolicy& policy) const = 0;
+
+  // Makes `result` describe the wrapped child rather than the wrapper (e.g. a child killed by a
+  // signal that the wrapper reports as an exit code). Default: nothing to undo.
+  virtual void UnwrapResult(ProcessResult& /*result*/) const {}
 };
 
 // Bubblewrap when `bwrap` is installed and works here (probed once), else limits only.

@@ -56,7 +56,10 @@ struct RunArgs {
   std::vector<std::string> models;
   std::string runs_dir = "kforge-runs";
   std::string record;
+  std::string record_note;
   std::string replay;
+  std::string replay_match = "exact";  // exact | numbers (llm::ReplayMatch)
+  bool inbox_wait = false;
 };
 
 std::string ToJson(const RunArgs& a) {
@@ -75,7 +78,10 @@ std::string ToJson(const RunArgs& a) {
                         {"models", a.models},
                         {"runs_dir", a.runs_dir},
                         {"record", a.record},
-                        {"replay", a.replay}}
+                        {"record_note", a.record_note},
+                        {"replay", a.replay},
+                        {"replay_match", a.replay_match},
+                        {"inbox_wait", a.inbox_wait}}
       .dump();
 }
 
@@ -102,7 +108,10 @@ Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& wh
     a.models = j.value("models", std::vector<std::string>{});
     a.runs_dir = j.value("runs_dir", "kforge-runs");
     a.record = j.value("record", "");
+    a.record_note = j.value("record_note", "");
     a.replay = j.value("replay", "");
+    a.replay_match = j.value("replay_match", "exact");
+    a.inbox_wait = j.value("inbox_wait", false);
     return a;
   } catch (const nlohmann::json::exception& e) {
     return ParseError(fmt::format("{}: stored configuration: {}", where, e.what()));
@@ -180,7 +189,9 @@ Result<Providers> MakeProviders(const RunArgs& args, bool resuming,
   const std::string analysis_id = args.analysis_model.empty() ? args.model : args.analysis_model;
   Providers out;
   if (!args.replay.empty()) {
-    auto cassette = llm::Cassette::Load(args.replay);
+    auto cassette = llm::Cassette::Load(args.replay, args.replay_match == "numbers"
+                                                         ? llm::ReplayMatch::kNumbersMayDiffer
+                                                         : llm::ReplayMatch::kExact);
     if (!cassette) return std::unexpected(cassette.error());
     out.generation = llm::NewBudgetedProvider(
         std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);
@@ -197,11 +208,12 @@ Result<Providers> MakeProviders(const RunArgs& args, bool resuming,
   if (!registry) return std::unexpected(registry.error());
   llm::ProviderFactoryOptions options;
   options.budget = budget;
+  options.inbox_wait = args.inbox_wait;
   std::shared_ptr<llm::CassetteWriter> writer;
   if (!args.record.empty()) {
     // A resumed run records its new calls beside the first recording instead of truncating it.
     const std::string path = resuming ? args.record + ".resumed.jsonl" : args.record;
-    auto created = llm::CassetteWriter::Create(path);
+    auto created = llm::CassetteWriter::Create(path, args.record_note);
     if (!created) return std::unexpected(created.error());
     writer = *created;
     fmt::print("recording LLM calls to {}\n", path);
@@ -370,6 +382,8 @@ std::string CommandLine(const RunArgs& a) {
   if (a.max_time_s > 0) line += fmt::format(" --max-time {}", a.max_time_s);
   if (!a.record.empty()) line += fmt::format(" --record {}", a.record);
   if (!a.replay.empty()) line += fmt::format(" --replay {}", a.replay);
+  if (a.replay_match != "exact") line += fmt::format(" --replay-match {}", a.replay_match);
+  if (a.inbox_wait) line += " --inbox-wait";
   return line;
 }
 
@@ -476,6 +490,15 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--replay", args->replay,
                   "Answer every LLM call from this cassette instead of calling a model")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--replay-match", args->replay_match,
+                  "exact: a replayed prompt must equal the recorded one; numbers: numbers in the "
+                  "prompts may differ (measured timings and errors differ between machines)")
+      ->default_val("exact")
+      ->check(CLI::IsMember({"exact", "numbers"}));
+  cmd->add_option("--record-note", args->record_note,
+                  "Who answered the recorded calls, and how (kept in the cassette's header)");
+  cmd->add_flag("--inbox-wait", args->inbox_wait,
+                "With an inbox model: wait for each answer file instead of stopping");
   cmd->callback([args] {
     int code = RunNew(*args);
     if (code != 0) throw CLI::RuntimeError(code);

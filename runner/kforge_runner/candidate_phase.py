@@ -100,7 +100,7 @@ def _time(job: CandidateJob, candidate, result: Dict[str, Any]) -> Dict[str, Any
         inputs = _read_inputs(job.inputs_dir, first.index)
         with process_guard.candidate_code():
             clock, sampler = candidate.sampler(inputs, first.outputs)
-            return timing.measure(sampler, job.timing, clock)
+            return timing.measure_on(torch.device(job.device), sampler, job.timing, clock)
     except (Exception, SystemExit) as e:
         return {"error": errors.format_diagnostics(e, [job.candidate.source_file or ""],
                                                    "timing")}

@@ -77,6 +77,11 @@ class NativeCandidate:
             return value.to(self._device).contiguous()
         return torch.tensor(float(value), dtype=torch.float64)  # scalars stay on the host
 
+    def _current_stream(self):
+        if self._device.type == "cuda":
+            return torch.cuda.current_stream(self._device).cuda_stream
+        return None
+
     def sampler(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[str, Any]:
         """(clock, sampler) timing the ``kforge_forward`` call alone (timing.py).
 
@@ -90,12 +95,11 @@ class NativeCandidate:
             outputs = [torch.empty(spec.shape, dtype=tensor_files.torch_dtype(spec.dtype),
                                    device=self._device) for spec in expected]
             in_array, out_array = _descriptor_array(handed), _descriptor_array(outputs)
-            stream = None
-            if self._device.type == "cuda":
-                stream = torch.cuda.current_stream(self._device).cuda_stream
+            # The stream is read inside the timed call: graph capture switches it.
             seconds, status = timing.time_call(
                 self._device,
-                lambda: self._forward(in_array, len(handed), out_array, len(outputs), stream))
+                lambda: self._forward(in_array, len(handed), out_array, len(outputs),
+                                      self._current_stream()))
             if status != 0:
                 raise NativeCallError(f"kforge_forward returned {status}")
             return seconds

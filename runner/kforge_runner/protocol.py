@@ -80,6 +80,19 @@ class ReferenceJob:
     inputs_dir: str
     outputs_dir: str
     timing: Optional[TimingSpec] = None
+    # Baselines to time besides eager (which is timed whenever ``timing`` is set): any of
+    # BASELINES. The orchestrator leaves out those it has cached.
+    baselines: List[str] = dataclasses.field(default_factory=list)
+
+
+BASELINES = ("compile", "compile-max-autotune")
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrateJob:
+    """Measure the device's ceilings: copy bandwidth and matrix rates per dtype."""
+
+    device: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,7 +218,18 @@ def _parse_reference(job: Dict[str, Any]) -> ReferenceJob:
                             rtol=float(_field(tolerance, "rtol", (int, float), "job.tolerance"))),
         inputs_dir=inputs_dir,
         outputs_dir=outputs_dir,
-        timing=_parse_timing(job))
+        timing=_parse_timing(job),
+        baselines=_parse_baselines(job))
+
+
+def _parse_baselines(job: Dict[str, Any]) -> List[str]:
+    if job.get("baselines") is None:
+        return []
+    names = _field(job, "baselines", list, "job")
+    for name in names:
+        if name not in BASELINES:
+            raise JobError(f"job.baselines: {name!r} is not one of {BASELINES}")
+    return list(names)
 
 
 def _parse_candidate_spec(job: Dict[str, Any]) -> CandidateSpec:
@@ -258,7 +282,8 @@ def _parse_candidate(job: Dict[str, Any]) -> CandidateJob:
 
 
 def parse_job(document: Any):
-    """Returns a ReferenceJob or CandidateJob; raises UnsupportedProtocol or JobError."""
+    """Returns a ReferenceJob, CandidateJob or CalibrateJob; raises UnsupportedProtocol or
+    JobError."""
     if not isinstance(document, dict):
         raise JobError("job: expected a JSON object")
     version = document.get("protocol")
@@ -269,7 +294,9 @@ def parse_job(document: Any):
         return _parse_reference(document)
     if phase == "candidate":
         return _parse_candidate(document)
-    raise JobError(f"job.phase: {phase!r} is not 'reference' or 'candidate'")
+    if phase == "calibrate":
+        return CalibrateJob(device=_field(document, "device", str, "job"))
+    raise JobError(f"job.phase: {phase!r} is not 'reference', 'candidate' or 'calibrate'")
 
 
 def read_job(path: str):

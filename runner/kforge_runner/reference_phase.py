@@ -121,24 +121,83 @@ def _write_init(job: ReferenceJob, model: torch.nn.Module, init_inputs: List[Any
     return init
 
 
-def _time_eager(job: ReferenceJob, model: torch.nn.Module, inputs: List[Any],
-                device: torch.device) -> Dict[str, Any]:
-    """The eager baseline: the reference ``Model``'s forward on trial 0's inputs, timed like a
-    candidate (timing.py); a failure is reported as ``error`` and does not fail the phase."""
-    result: Dict[str, Any] = {"baseline": "eager"}
+def _timed(job: ReferenceJob, forward, inputs: List[Any], device: torch.device,
+           baseline: str) -> Dict[str, Any]:
+    """Times ``forward`` on clones of ``inputs`` with the candidate's protocol (timing.measure_on);
+    a failure is reported as ``error`` and does not fail the phase."""
+    result: Dict[str, Any] = {"baseline": baseline}
     try:
         originals = [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
 
         def sample() -> float:
             handed = input_guard.clones(originals)
             with torch.no_grad():
-                seconds, _ = timing.time_call(device, lambda: model(*handed))
+                seconds, _ = timing.time_call(device, lambda: forward(*handed))
             return seconds
 
-        result.update(timing.measure(sample, job.timing, timing.clock_for(device)))
+        result.update(timing.measure_on(device, sample, job.timing, timing.clock_for(device)))
     except Exception as e:  # the task's code failing while timed is reported, not fatal
         result["error"] = errors.format_diagnostics(e, [job.task.source_file], "timing")
     return result
+
+
+def _time_eager(job: ReferenceJob, model: torch.nn.Module, inputs: List[Any],
+                device: torch.device) -> Dict[str, Any]:
+    """The eager baseline: the reference ``Model``'s forward on trial 0's inputs, timed like a
+    candidate (timing.py)."""
+    return _timed(job, model, inputs, device, "eager")
+
+
+def _time_compiled(job: ReferenceJob, model: torch.nn.Module, inputs: List[Any],
+                   device: torch.device) -> Dict[str, Any]:
+    """The requested torch.compile baselines (``job.baselines``), timed by the same code; the
+    warm-up absorbs compilation and autotuning."""
+    baselines: Dict[str, Any] = {}
+    for name in job.baselines:
+        if not hasattr(torch, "compile"):
+            baselines[name] = {"baseline": name, "error": f"torch {torch.__version__} has no "
+                               "torch.compile"}
+            continue
+        try:
+            mode = "max-autotune" if name == "compile-max-autotune" else None
+            compiled = torch.compile(model, mode=mode) if mode else torch.compile(model)
+        except Exception as e:
+            baselines[name] = {"baseline": name,
+                               "error": errors.format_diagnostics(e, [], "torch.compile")}
+            continue
+        started = time.monotonic()
+        baselines[name] = _timed(job, compiled, inputs, device, name)
+        baselines[name]["seconds"] = time.monotonic() - started
+    return baselines
+
+
+def _work(model: torch.nn.Module, inputs: List[Any], outputs: List[torch.Tensor],
+          device: torch.device) -> Dict[str, Any]:
+    """The work of one call, for the physics floor (EVAL-PROTOCOL timing rule 7): ``flops`` from
+    PyTorch's FLOP counter (null where this torch has none), ``min_bytes`` (each input, parameter
+    and buffer read once, each output written once) and ``dtype``, the widest floating dtype
+    among the inputs and parameters (which matrix rate applies)."""
+    tensors = [v for v in inputs if isinstance(v, torch.Tensor)]
+    tensors += [t for t in model.state_dict().values() if isinstance(t, torch.Tensor)]
+    min_bytes = sum(t.numel() * t.element_size() for t in tensors)
+    min_bytes += sum(t.numel() * t.element_size() for t in outputs)
+    floats = [t for t in tensors if t.is_floating_point()]
+    dtype = str(max(floats, key=lambda t: t.element_size()).dtype).replace("torch.", "") \
+        if floats else None
+    flops = None
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+        args = [v.to(device).clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        counter = FlopCounterMode(display=False)
+        with counter, torch.no_grad():
+            model(*args)
+        flops = int(counter.get_total_flops())
+    except ImportError:
+        pass
+    except Exception as e:  # a model the counter cannot follow has no FLOP figure
+        return {"flops": None, "min_bytes": int(min_bytes), "dtype": dtype,
+                "flops_error": f"{type(e).__name__}: {e}"[:300]}
+    return {"flops": flops, "min_bytes": int(min_bytes), "dtype": dtype}
 
 
 def run(job: ReferenceJob) -> Dict[str, Any]:
@@ -176,7 +235,10 @@ def run(job: ReferenceJob) -> Dict[str, Any]:
         check.record_rerun(first[1], _run_model(model, first[0], device))
         result["degenerate"] = check.flags()
         if job.timing is not None:
+            stage = "measuring the work of one call"
+            result["work"] = _work(model, first[0], first[1], device)
             result["timing"] = _time_eager(job, model, first[0], device)
+            result["baselines"] = _time_compiled(job, model, first[0], device)
     except OSError:
         raise
     except Exception as e:  # Anything raised by the task's code is the reference's failure.

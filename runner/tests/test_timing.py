@@ -243,3 +243,63 @@ def test_candidate_without_timing_reports_none(tmp_path, big_relu_reference):
     run = run_runner(candidate_job(job, ref, _native(tmp_path, 1), tmp_path / "c"), tmp_path)
     assert run.result["status"] == "ok"
     assert "timing" not in run.result
+
+
+def test_measure_discards_samples_it_is_told_not_to_keep():
+    """Throttled samples (keep() false) are counted and left out of the statistics."""
+    clock = FakeClock()
+    inner = clock.sampler([0.01, 9.0] * 1000)
+    last = []
+
+    def sampler():
+        last.append(inner())
+        return last[-1]
+
+    out = timing.measure(sampler, _spec(warmup_seconds=0, max_seconds=1e9, min_seconds=0.05),
+                         "events-cold", now=clock.now, keep=lambda: last[-1] < 1.0)
+    assert out["median_s"] == 0.01 and out["p90_s"] == 0.01
+    assert out["samples"] == 10 and out["discarded"] == 10
+
+
+def test_reference_phase_reports_the_work_of_one_call(big_relu_reference):
+    """min_bytes = the input read once + the output written once (64 x 4096 floats each)."""
+    _, result = big_relu_reference
+    work = result["work"]
+    assert work["min_bytes"] == 2 * 64 * 4096 * 4
+    assert work["dtype"] == "float32"
+    assert work["flops"] is None or work["flops"] >= 0
+
+
+def test_compile_baseline_is_timed_or_says_why_not(tmp_path):
+    import torch
+    task = write_file(tmp_path / "19_ReLU.py", kernelbench_source(1, 19))
+    job = reference_job(task, tmp_path, overrides={"batch_size": 8, "dim": 256})
+    job["timing"] = {**TIMING, "max_seconds": 1.0}
+    job["baselines"] = ["compile"]
+    run = run_runner(job, tmp_path)
+    assert run.result["status"] == "ok", run.result
+    compiled = run.result["baselines"]["compile"]
+    assert compiled["baseline"] == "compile"
+    if not hasattr(torch, "compile"):
+        assert "has no torch.compile" in compiled["error"]
+    elif "error" not in compiled:
+        _assert_stats(compiled, "perf_counter")
+
+
+def test_unknown_baseline_is_a_bad_job(tmp_path):
+    job = reference_job("/abs/task.py", tmp_path)
+    job["timing"] = TIMING
+    job["baselines"] = ["tensorrt"]
+    run = run_runner(job, tmp_path)
+    assert run.result["status"] == "infra_error"
+    assert "job.baselines" in run.result["diagnostics"]
+
+
+def test_calibrate_phase_measures_the_cpu(tmp_path):
+    run = run_runner({"protocol": 1, "phase": "calibrate", "device": "cpu"}, tmp_path)
+    assert run.returncode == 0, run.log
+    result = run.result
+    assert result["phase"] == "calibrate" and result["status"] == "ok", result
+    assert result["copy"]["bytes_per_s"] > 1e8  # any machine copies more than 100 MB/s
+    assert result["matmul"]["float32"]["flops_per_s"] > 1e8
+    assert result["environment"]["device_name"]

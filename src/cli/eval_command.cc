@@ -39,6 +39,8 @@ struct EvalArgs {
   bool no_guardrails = false;
   bool allow_reference_ops = false;
   bool time = false;
+  bool baselines = false;
+  bool max_autotune = false;
   double time_max_seconds = 15;
 };
 
@@ -159,7 +161,9 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
   options.keep_work_dir = args.keep_work;
   options.static_guardrails = !args.no_guardrails;
   options.allow_reference_ops = args.allow_reference_ops;
-  options.time = args.time;
+  options.time = args.time || args.baselines || args.max_autotune;
+  if (args.baselines || args.max_autotune) options.baselines.push_back("compile");
+  if (args.max_autotune) options.baselines.push_back("compile-max-autotune");
   options.timing.max_seconds = args.time_max_seconds;
   options.memory_limit_bytes = static_cast<std::uint64_t>(args.memory_limit_gib * (1ull << 30));
   if (args.seed != 0) options.seed = args.seed;
@@ -274,6 +278,14 @@ void AddEvalCommand(CLI::App& app) {
                 "Time a correct candidate's call after the trials, and the reference's PyTorch "
                 "eager forward on the same device in the same run (median, noise, speedup; "
                 "runner/PROTOCOL.md, Timing)");
+  cmd->add_flag("--baselines", args->baselines,
+                "--time, plus the torch.compile baseline (default mode) timed by the same code; "
+                "cached per task, device and library versions (the first evaluation of a task "
+                "compiles); speedups against eager, compile and the faster of the two; with a "
+                "calibration (`kforge calibrate`) the physics floor and speed-of-light fraction");
+  cmd->add_flag("--max-autotune", args->max_autotune,
+                "--baselines, plus torch.compile mode max-autotune (minutes per task the first "
+                "time)");
   cmd->add_option("--time-max-seconds", args->time_max_seconds,
                   "With --time: stop sampling after this many seconds whatever the noise")
       ->default_val(15)

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "calibrate_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
 #include "run_command.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "kforge 0.1.0");
   kforge::AddTargetsCommand(app);
   kforge::AddEvalCommand(app);
+  kforge::AddCalibrateCommand(app);
   kforge::AddRunCommand(app);
   kforge::AddResumeCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND

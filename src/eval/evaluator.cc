@@ -7,14 +7,18 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 
+#include "baseline_cache.h"
 #include "file_modes.h"
 #include "kforge/core/files.h"
 #include "kforge/core/sandbox.h"
+#include "kforge/eval/calibration.h"
 #include "kforge/eval/guardrails.h"
 #include "runner_process.h"
 #include "runner_protocol.h"
+#include "timing_judgement.h"
 #include "work_slot.h"
 
 namespace kforge {
@@ -24,27 +28,28 @@ using namespace file_modes;  // NOLINT(google-build-using-namespace): the modes 
 
 namespace fs = std::filesystem;
 
-
 double SecondsSince(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
-fs::path DefaultWorkRoot() {
-  const char* tmp = std::getenv("TMPDIR");
-  return fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
-         fmt::format("kforge-{}", ::geteuid());
-}
-
 std::string SignalName(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV (segmentation fault)";
-    case SIGBUS: return "SIGBUS (bus error)";
-    case SIGILL: return "SIGILL (illegal instruction)";
-    case SIGFPE: return "SIGFPE (arithmetic exception)";
-    case SIGABRT: return "SIGABRT (abort)";
-    case SIGKILL: return "SIGKILL";
-    case SIGXCPU: return "SIGXCPU (CPU time limit)";
-    default: return fmt::format("signal {}", sig);
+    case SIGSEGV:
+      return "SIGSEGV (segmentation fault)";
+    case SIGBUS:
+      return "SIGBUS (bus error)";
+    case SIGILL:
+      return "SIGILL (illegal instruction)";
+    case SIGFPE:
+      return "SIGFPE (arithmetic exception)";
+    case SIGABRT:
+      return "SIGABRT (abort)";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGXCPU:
+      return "SIGXCPU (CPU time limit)";
+    default:
+      return fmt::format("signal {}", sig);
   }
 }
 
@@ -64,15 +69,16 @@ void ClassifyDeath(const ProcessResult& p, std::chrono::seconds timeout, std::st
   if (p.state == ProcessState::kTimedOut) {
     v.status = p.cancelled ? EvalStatus::kInfraError : EvalStatus::kTimeout;
     v.message = p.cancelled ? "cancelled"
-                            : fmt::format("the {} did not finish within {} s and was killed with "
-                                          "its whole process group",
-                                          phase, timeout.count());
+                            : fmt::format(
+                                  "the {} did not finish within {} s and was killed with "
+                                  "its whole process group",
+                                  phase, timeout.count());
     return;
   }
   if (p.term_signal == SIGKILL) {
     v.status = EvalStatus::kOutOfMemory;
-    v.message = fmt::format("the {} was killed by SIGKILL, most likely by the out-of-memory killer",
-                            phase);
+    v.message =
+        fmt::format("the {} was killed by SIGKILL, most likely by the out-of-memory killer", phase);
   } else if (p.term_signal == SIGXCPU) {
     v.status = EvalStatus::kTimeout;
     v.message = fmt::format("the {} exceeded its CPU-time limit", phase);
@@ -98,6 +104,12 @@ std::uint64_t FreshSeed() {
 }
 
 }  // namespace
+
+fs::path DefaultWorkRoot() {
+  const char* tmp = std::getenv("TMPDIR");
+  return fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
+         fmt::format("kforge-{}", ::geteuid());
+}
 
 Evaluator::Evaluator(CompileService& compiler, EvalOptions options)
     : compiler_(compiler), options_(std::move(options)) {
@@ -152,6 +164,62 @@ void Evaluator::TopUpPreparedSlots(const Backend& backend) {
   }
 }
 
+// The compile baselines of the verdict: fresh from the reference, or from the cache when the
+// reference ran under the environment the cache entry was made for.
+void Evaluator::TakeBaselines(const Task& task, Verdict& v, const ReferenceResult& reference,
+                              const std::string& runner_key,
+                              const std::optional<std::string>& last_env,
+                              const std::map<std::string, std::string>& cached,
+                              BaselineCache& cache) {
+  if (options_.baselines.empty()) return;
+  const std::string env_now = NormalisedEnvironment(reference.environment_json);
+  cache.SetLastEnvironment(runner_key, reference.environment_json);
+  const bool cache_valid = last_env && NormalisedEnvironment(*last_env) == env_now;
+  cache.Store(BaselineKey(task, v.target, reference.environment_json, options_.timing),
+              reference.baselines_json);
+  for (const auto& name : options_.baselines) {
+    std::optional<TimingStats>* stats = &v.compile_baseline;
+    std::string* error = &v.compile_baseline_error;
+    bool* from_cache = &v.compile_baseline_cached;
+    if (name == "compile-max-autotune") {
+      stats = &v.compile_max_autotune_baseline;
+      error = &v.compile_max_autotune_baseline_error;
+      from_cache = &v.compile_max_autotune_baseline_cached;
+    }
+    if (auto fresh = reference.baselines.find(name); fresh != reference.baselines.end()) {
+      *stats = fresh->second.stats;
+      *error = fresh->second.error;
+    } else if (auto hit = cached.find(name); hit != cached.end() && cache_valid) {
+      TimingOutcome outcome = ParseTimingField(hit->second);
+      *stats = outcome.stats;
+      *error = outcome.error;
+      *from_cache = true;
+    } else {
+      *error =
+          "the cached figure was made with other library versions or another device; it "
+          "is measured again on the next evaluation of this task";
+    }
+  }
+}
+
+const Calibration* Evaluator::CalibrationFor(const std::string& environment_json) {
+  const auto env = nlohmann::json::parse(environment_json, nullptr, false);
+  if (!env.is_object() || !env.contains("device_name") || !env["device_name"].is_string()) {
+    return nullptr;
+  }
+  const std::string device = env["device_name"].get<std::string>();
+  std::lock_guard lock(mu_);
+  auto it = calibrations_.find(device);
+  if (it == calibrations_.end()) {
+    auto loaded = LoadCalibration(device);
+    if (!loaded) spdlog::warn("calibration of {}: {}", device, loaded.error().message);
+    it = calibrations_
+             .emplace(device, loaded && *loaded ? std::make_unique<Calibration>(**loaded) : nullptr)
+             .first;
+  }
+  return it->second.get();
+}
+
 Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::path& candidate,
                             std::stop_token stop) {
   const auto start = SteadyClock::now();
@@ -165,8 +233,8 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   std::unique_ptr<WorkSlot> slot;
   auto finish = [&]() -> Verdict {
     v.total_seconds = SecondsSince(start);
-    spdlog::info("evaluate: {} on {}: {} ({:.2f} s)", task.name, v.target,
-                 EvalStatusName(v.status), v.total_seconds);
+    spdlog::info("evaluate: {} on {}: {} ({:.2f} s)", task.name, v.target, EvalStatusName(v.status),
+                 v.total_seconds);
     if (options_.keep_work_dir && slot) {
       spdlog::warn("kept the work folder {}", slot->work().string());
     }
@@ -183,10 +251,10 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   auto kind = backend.KindOf(candidate);
   if (!kind) return infra(kind.error());
   v.candidate_kind = std::string(CandidateKindName(*kind));
-  const bool compat = *kind == CandidateKind::kModule &&
-                      (backend.target().model == ProgrammingModel::kCuda ||
-                       backend.target().model == ProgrammingModel::kCpp ||
-                       backend.target().model == ProgrammingModel::kHip);
+  const bool compat =
+      *kind == CandidateKind::kModule && (backend.target().model == ProgrammingModel::kCuda ||
+                                          backend.target().model == ProgrammingModel::kCpp ||
+                                          backend.target().model == ProgrammingModel::kHip);
   v.mode = compat ? "kernelbench-compat" : "kforge";
   if (compat && !options_.policy) {
     // KernelBench's own rule is torch.allclose at atol = rtol = 1e-2: the compatibility mode
@@ -211,8 +279,9 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.guardrail_flags = report.FlagLines();
     if (report.rejected()) {
       v.status = EvalStatus::kGuardrail;
-      v.message = "the static guardrails rejected the candidate before compiling it; each finding "
-                  "says what was found, why it is not allowed and what to do instead";
+      v.message =
+          "the static guardrails rejected the candidate before compiling it; each finding "
+          "says what was found, why it is not allowed and what to do instead";
       v.diagnostics = report.FormatRejects();
       return finish();
     }
@@ -252,7 +321,23 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   ref_job.tolerance = v.tolerance;
   ref_job.inputs_dir = slot->inputs_dir();
   ref_job.outputs_dir = slot->outputs_dir();
-  if (options_.time) ref_job.timing = options_.timing;
+  // The compile baselines this evaluation must time: those the cache lacks for this task under
+  // the environment last seen on this target and device.
+  BaselineCache baseline_cache;
+  const std::string runner_key = v.target + "|" + backend.RunnerDevice();
+  const std::optional<std::string> last_env =
+      options_.baselines.empty() ? std::nullopt : baseline_cache.LastEnvironment(runner_key);
+  std::map<std::string, std::string> cached_baselines;
+  if (options_.time) {
+    ref_job.timing = options_.timing;
+    if (last_env) {
+      cached_baselines =
+          baseline_cache.Find(BaselineKey(task, v.target, *last_env, options_.timing));
+    }
+    for (const auto& name : options_.baselines) {
+      if (!cached_baselines.contains(name)) ref_job.baselines.push_back(name);
+    }
+  }
   auto ref_run = slot->reference().Run(ReferenceJobJson(ref_job), options_.reference_timeout, stop);
   if (!ref_run) return infra(ref_run.error());
   v.reference_seconds = slot->reference().seconds_since_job();
@@ -272,10 +357,12 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (options_.time && reference.status == "ok") {
     v.eager_baseline = reference.timing.stats;
     v.eager_baseline_error = reference.timing.error;
+    v.work = reference.work;
+    TakeBaselines(task, v, reference, runner_key, last_env, cached_baselines, baseline_cache);
   }
   if (reference.status != "ok") {
-    v.status = reference.status == "infra_error" ? EvalStatus::kInfraError
-                                                 : EvalStatus::kReferenceError;
+    v.status =
+        reference.status == "infra_error" ? EvalStatus::kInfraError : EvalStatus::kReferenceError;
     v.message = "the task's reference failed (not the candidate's fault); fix the task";
     v.diagnostics = reference.diagnostics;
     return finish();
@@ -291,13 +378,15 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.compile_cache_hit = outcome->cache_hit;
     if (!outcome->ok) {
       v.status = EvalStatus::kCompileError;
-      v.message = outcome->timed_out ? "the compiler timed out" : "the compiler rejected the candidate";
+      v.message =
+          outcome->timed_out ? "the compiler timed out" : "the compiler rejected the candidate";
       v.diagnostics = outcome->diagnostics;
       return finish();
     }
     artifact = slot->work() / "candidate.so";
     fs::copy_file(outcome->artifact, artifact, fs::copy_options::overwrite_existing, ec);
-    if (ec) return infra(Error{ErrorCode::kIo, "cannot copy the compiled candidate: " + ec.message()});
+    if (ec)
+      return infra(Error{ErrorCode::kIo, "cannot copy the compiled candidate: " + ec.message()});
     fs::permissions(artifact, kReadable, ec);
   }
 
@@ -337,7 +426,8 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.status = StatusFromRunner(result->status);
     v.diagnostics = result->diagnostics;
     v.message = fmt::format("the candidate failed: {}", result->status);
-    if (v.status == EvalStatus::kCompileError) v.message = "the device's compiler rejected the candidate";
+    if (v.status == EvalStatus::kCompileError)
+      v.message = "the device's compiler rejected the candidate";
     return finish();
   }
 
@@ -387,9 +477,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       // Step: the timing the runner took after the trials (only a correct candidate's counts).
       v.timing = result->timing.stats;
       v.timing_error = result->timing.error;
-      if (v.timing && v.eager_baseline && v.timing->median_s > 0) {
-        v.speedup_vs_eager = v.eager_baseline->median_s / v.timing->median_s;
-      }
+      JudgeTiming(v, CalibrationFor(v.environment));
     }
   } else {
     v.status = EvalStatus::kMismatch;
@@ -397,7 +485,8 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     std::string first;
     for (const auto& t : v.trials) {
       if (!t.ok) {
-        if (first.empty()) first = fmt::format("trial {} ({}): {}", t.index, t.distribution, t.problem);
+        if (first.empty())
+          first = fmt::format("trial {} ({}): {}", t.index, t.distribution, t.problem);
         ++failed;
       }
     }

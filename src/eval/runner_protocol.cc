@@ -1,6 +1,7 @@
 #include "runner_protocol.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 namespace kforge {
@@ -88,6 +89,26 @@ TimingOutcome ParseTiming(const json& doc) {
     s.rel_std = t.at("rel_std").get<double>();
     s.samples = t.at("samples").get<int>();
     s.stopped_by = t.at("stopped_by").get<std::string>();
+    s.discarded = t.value("discarded", 0);
+    if (t.contains("sm_clock_mhz") && t["sm_clock_mhz"].is_number()) {
+      s.sm_clock_mhz = t["sm_clock_mhz"].get<int>();
+    }
+    auto side = [&t](const char* key) -> std::optional<double> {
+      if (!t.contains(key) || !t[key].is_object()) return std::nullopt;
+      const json& f = t[key];
+      if (!f.contains("median_s") || !f["median_s"].is_number()) return std::nullopt;
+      return f["median_s"].get<double>();
+    };
+    s.warm_median_s = side("warm");
+    s.graph_replay_median_s = side("graph_replay");
+    s.host_sync_median_s = side("host_sync");
+    if (t.contains("graph_replay") && t["graph_replay"].is_object()) {
+      s.graph_replay_error = t["graph_replay"].value("error", "");
+    }
+    if (t.contains("host_sync") && t["host_sync"].is_object()) {
+      s.side_stream_suspect = t["host_sync"].value("side_stream_suspect", false);
+    }
+    if (t.contains("cold")) s.cold_json = t["cold"].dump();
     if (s.samples < 1 || !(s.median_s >= 0)) {
       out.error = "the runner's timing has no samples or a negative median";
       return out;
@@ -113,7 +134,8 @@ TimingOutcome ParseTimingField(std::string_view json_text) {
 
 std::string ReferenceJobJson(const ReferenceJob& job) {
   json trials = json::array();
-  for (const auto& t : job.trials) trials.push_back({{"seed", t.seed}, {"distribution", t.distribution}});
+  for (const auto& t : job.trials)
+    trials.push_back({{"seed", t.seed}, {"distribution", t.distribution}});
   json j = {{"protocol", kRunnerProtocolVersion},
             {"phase", "reference"},
             {"task", TaskJson(job.task_file, *job.task)},
@@ -123,7 +145,10 @@ std::string ReferenceJobJson(const ReferenceJob& job) {
             {"tolerance", {{"atol", job.tolerance.atol}, {"rtol", job.tolerance.rtol}}},
             {"inputs_dir", job.inputs_dir.string()},
             {"outputs_dir", job.outputs_dir.string()}};
-  if (job.timing) j["timing"] = TimingOptionsJson(*job.timing);
+  if (job.timing) {
+    j["timing"] = TimingOptionsJson(*job.timing);
+    if (!job.baselines.empty()) j["baselines"] = job.baselines;
+  }
   return j.dump(2);
 }
 
@@ -170,6 +195,20 @@ Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::pa
       r.degenerate.nondeterministic = d.value("nondeterministic", false);
     }
     r.timing = ParseTiming(*doc);
+    if (doc->contains("baselines") && (*doc)["baselines"].is_object()) {
+      for (const auto& [name, value] : (*doc)["baselines"].items()) {
+        r.baselines[name] = ParseTiming(json{{"timing", value}});
+        r.baselines_json[name] = value.dump();
+      }
+    }
+    if (doc->contains("work") && (*doc)["work"].is_object()) {
+      const json& w = (*doc)["work"];
+      CallWork work;
+      if (w.contains("flops") && w["flops"].is_number()) work.flops = w["flops"].get<double>();
+      work.min_bytes = w.value("min_bytes", 0.0);
+      if (w.contains("dtype") && w["dtype"].is_string()) work.dtype = w["dtype"].get<std::string>();
+      r.work = work;
+    }
     for (const auto& t : doc->value("trials", json::array())) {
       ReferenceTrial trial;
       trial.index = t.value("index", 0);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,14 +35,15 @@ struct ReferenceJob {
   std::filesystem::path inputs_dir;
   std::filesystem::path outputs_dir;
   std::optional<TimingOptions> timing;  // the eager baseline is timed when set
+  std::vector<std::string> baselines;   // with timing: compile, compile-max-autotune
 };
 
 struct CandidateJob {
   std::filesystem::path task_file;
   const Task* task = nullptr;
   std::string device;
-  std::string kind;      // native, opencl, module
-  std::string backend;   // runner backend name
+  std::string kind;                   // native, opencl, module
+  std::string backend;                // runner backend name
   std::filesystem::path artifact;     // native
   std::filesystem::path source_file;  // opencl, module
   std::string opencl_platform;
@@ -72,7 +74,10 @@ struct ReferenceResult {
   std::vector<ReferenceTrial> trials;
   DegenerateFlags degenerate;
   std::string environment_json;
-  TimingOutcome timing;  // the eager baseline
+  TimingOutcome timing;                               // the eager baseline
+  std::map<std::string, TimingOutcome> baselines;     // the requested compile baselines
+  std::map<std::string, std::string> baselines_json;  // the same, as the runner wrote them
+  std::optional<CallWork> work;                       // with timing
 };
 
 struct CandidateTrial {

@@ -16,10 +16,33 @@ std::string FormatSeconds(double seconds) {
 
 std::string TimingStats::Describe() const {
   return fmt::format(
-      "median {} (mean {}, min {}, p10-p90 {}-{}), noise {:.2f} %, {} samples, stopped by {}, "
-      "clock {}",
-      FormatSeconds(median_s), FormatSeconds(mean_s), FormatSeconds(min_s), FormatSeconds(p10_s),
-      FormatSeconds(p90_s), rel_std * 100, samples, stopped_by, clock);
+             "median {} (mean {}, min {}, p10-p90 {}-{}), noise {:.2f} %, {} samples, stopped by "
+             "{}, "
+             "clock {}",
+             FormatSeconds(median_s), FormatSeconds(mean_s), FormatSeconds(min_s),
+             FormatSeconds(p10_s), FormatSeconds(p90_s), rel_std * 100, samples, stopped_by,
+             clock) +
+         SideFigures();
+}
+
+std::string TimingStats::SideFigures() const {
+  std::string out;
+  if (sm_clock_mhz) out += fmt::format(", SM {} MHz", *sm_clock_mhz);
+  if (discarded > 0) out += fmt::format(", {} throttled samples discarded", discarded);
+  if (warm_median_s) out += fmt::format("; warm {}", FormatSeconds(*warm_median_s));
+  if (graph_replay_median_s)
+    out += fmt::format("; graph replay {}", FormatSeconds(*graph_replay_median_s));
+  if (host_sync_median_s)
+    out += fmt::format("; host-synchronised {}", FormatSeconds(*host_sync_median_s));
+  if (side_stream_suspect) out += " (SUSPECT: work the events did not see)";
+  return out;
+}
+
+std::string PhysicsFloor::Describe() const {
+  return fmt::format("floor {} (compute {}{}, memory {})", FormatSeconds(floor_s),
+                     compute_s > 0 ? FormatSeconds(compute_s) : "unknown",
+                     rate_used.empty() ? "" : " at the " + rate_used + " matmul rate",
+                     FormatSeconds(memory_s));
 }
 
 }  // namespace kforge

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include <array>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 namespace kforge {
@@ -16,11 +16,40 @@ nlohmann::json ParseOrNull(const std::string& text) {
   return j.is_discarded() ? nlohmann::json(text) : j;
 }
 
+nlohmann::json OrNull(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
 nlohmann::json TimingJson(const std::optional<TimingStats>& t) {
   if (!t) return nullptr;
-  return {{"clock", t->clock},       {"median_s", t->median_s}, {"mean_s", t->mean_s},
-          {"min_s", t->min_s},       {"p10_s", t->p10_s},       {"p90_s", t->p90_s},
-          {"rel_std", t->rel_std},   {"samples", t->samples},   {"stopped_by", t->stopped_by}};
+  nlohmann::json j = {
+      {"clock", t->clock},     {"median_s", t->median_s}, {"mean_s", t->mean_s},
+      {"min_s", t->min_s},     {"p10_s", t->p10_s},       {"p90_s", t->p90_s},
+      {"rel_std", t->rel_std}, {"samples", t->samples},   {"stopped_by", t->stopped_by}};
+  if (t->clock == "events-cold") {
+    j["discarded"] = t->discarded;
+    j["sm_clock_mhz"] = t->sm_clock_mhz ? nlohmann::json(*t->sm_clock_mhz) : nullptr;
+    j["warm_median_s"] = OrNull(t->warm_median_s);
+    j["graph_replay_median_s"] = OrNull(t->graph_replay_median_s);
+    j["graph_replay_error"] = t->graph_replay_error;
+    j["host_sync_median_s"] = OrNull(t->host_sync_median_s);
+    j["side_stream_suspect"] = t->side_stream_suspect;
+    j["cold"] = ParseOrNull(t->cold_json);
+  }
+  return j;
+}
+
+nlohmann::json WorkJson(const std::optional<CallWork>& w) {
+  if (!w) return nullptr;
+  return {{"flops", OrNull(w->flops)}, {"min_bytes", w->min_bytes}, {"dtype", w->dtype}};
+}
+
+nlohmann::json FloorJson(const std::optional<PhysicsFloor>& f) {
+  if (!f) return nullptr;
+  return {{"floor_s", f->floor_s},
+          {"compute_s", f->compute_s},
+          {"memory_s", f->memory_s},
+          {"rate_used", f->rate_used}};
 }
 
 // The first line of a (possibly multi-line) error, for the one-line text summary.
@@ -41,7 +70,8 @@ std::string DegenerateFlags::Describe() const {
   if (all_zero) parts.emplace_back("the reference output is all zeros");
   if (constant && !all_zero) parts.emplace_back("the reference output is constant");
   if (constant_passes && !constant) parts.emplace_back("a constant tensor passes the tolerance");
-  if (nondeterministic) parts.emplace_back("the reference does not match itself (nondeterministic)");
+  if (nondeterministic)
+    parts.emplace_back("the reference does not match itself (nondeterministic)");
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
@@ -54,9 +84,8 @@ std::string Verdict::ToJson() const {
   j["task"] = {{"name", task_name}, {"origin", task_origin}};
   j["target"] = target;
   j["candidate"] = {{"path", candidate}, {"kind", candidate_kind}, {"mode", mode}};
-  j["precision"] = {{"policy", PrecisionPolicyName(policy)},
-                    {"atol", tolerance.atol},
-                    {"rtol", tolerance.rtol}};
+  j["precision"] = {
+      {"policy", PrecisionPolicyName(policy)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
   j["trials"] = nlohmann::json::array();
   for (const auto& t : trials) {
     j["trials"].push_back({{"index", t.index},
@@ -86,8 +115,20 @@ std::string Verdict::ToJson() const {
                    {"candidate_error", timing_error},
                    {"eager_baseline", TimingJson(eager_baseline)},
                    {"eager_baseline_error", eager_baseline_error},
-                   {"speedup_vs_eager", speedup_vs_eager ? nlohmann::json(*speedup_vs_eager)
-                                                         : nlohmann::json(nullptr)}};
+                   {"compile_baseline", TimingJson(compile_baseline)},
+                   {"compile_baseline_error", compile_baseline_error},
+                   {"compile_baseline_cached", compile_baseline_cached},
+                   {"compile_max_autotune_baseline", TimingJson(compile_max_autotune_baseline)},
+                   {"compile_max_autotune_baseline_error", compile_max_autotune_baseline_error},
+                   {"compile_max_autotune_baseline_cached", compile_max_autotune_baseline_cached},
+                   {"speedup_vs_eager", OrNull(speedup_vs_eager)},
+                   {"speedup_vs_compile", OrNull(speedup_vs_compile)},
+                   {"speedup_vs_best_baseline", OrNull(speedup_vs_best_baseline)},
+                   {"work", WorkJson(work)},
+                   {"floor", FloorJson(floor)},
+                   {"sol_fraction", OrNull(sol_fraction)},
+                   {"held_for_review", held_for_review},
+                   {"review_reason", review_reason}};
   } else {
     j["timing"] = nullptr;
   }
@@ -102,9 +143,9 @@ std::string Verdict::ToText() const {
   out += fmt::format("  precision {} (atol {:g}, rtol {:g})\n", PrecisionPolicyName(policy),
                      tolerance.atol, tolerance.rtol);
   for (const auto& t : trials) {
-    out += fmt::format("  trial {}   {:<7} {}  max abs err {:.2e}  max rel err {:.2e}{}\n",
-                       t.index, t.distribution, t.ok ? "ok  " : "FAIL", t.max_abs_error,
-                       t.max_rel_error, t.problem.empty() ? "" : "  " + t.problem);
+    out += fmt::format("  trial {}   {:<7} {}  max abs err {:.2e}  max rel err {:.2e}{}\n", t.index,
+                       t.distribution, t.ok ? "ok  " : "FAIL", t.max_abs_error, t.max_rel_error,
+                       t.problem.empty() ? "" : "  " + t.problem);
   }
   if (degenerate.any()) {
     out += fmt::format("  DEGENERATE TASK: {} — a pass here proves little; reported apart\n",
@@ -121,9 +162,10 @@ std::string Verdict::ToText() const {
       start = end + 1;
     }
   }
-  out += fmt::format("  time      compile {:.2f} s{}, reference {:.2f} s, candidate {:.2f} s, total {:.2f} s\n",
-                     compile_seconds, compile_cache_hit ? " (cached)" : "", reference_seconds,
-                     candidate_seconds, total_seconds);
+  out += fmt::format(
+      "  time      compile {:.2f} s{}, reference {:.2f} s, candidate {:.2f} s, total {:.2f} s\n",
+      compile_seconds, compile_cache_hit ? " (cached)" : "", reference_seconds, candidate_seconds,
+      total_seconds);
   if (timing) {
     out += fmt::format("  timing    {}\n", timing->Describe());
   } else if (!timing_error.empty()) {
@@ -134,10 +176,35 @@ std::string Verdict::ToText() const {
   } else if (!eager_baseline_error.empty()) {
     out += fmt::format("  eager     not measured: {}\n", FirstLine(eager_baseline_error));
   }
+  auto baseline_line = [&out](const char* label, const std::optional<TimingStats>& stats,
+                              const std::string& error, bool cached) {
+    if (stats) {
+      out += fmt::format("  {:<9} {}{}\n", label, stats->Describe(),
+                         cached ? " [cached for this task, device and library versions]" : "");
+    } else if (!error.empty()) {
+      out += fmt::format("  {:<9} not measured: {}\n", label, FirstLine(error));
+    }
+  };
+  baseline_line("compile", compile_baseline, compile_baseline_error, compile_baseline_cached);
+  baseline_line("autotune", compile_max_autotune_baseline, compile_max_autotune_baseline_error,
+                compile_max_autotune_baseline_cached);
   if (speedup_vs_eager) {
-    out += fmt::format("  speedup   {:.3g}x vs PyTorch eager (median / median)\n",
-                       *speedup_vs_eager);
+    out += fmt::format("  speedup   {:.3g}x vs PyTorch eager", *speedup_vs_eager);
+    if (speedup_vs_compile) out += fmt::format(", {:.3g}x vs torch.compile", *speedup_vs_compile);
+    if (speedup_vs_best_baseline) {
+      out += fmt::format(", {:.3g}x vs the faster of the two", *speedup_vs_best_baseline);
+    }
+    out += " (median / median)\n";
   }
+  if (floor) {
+    out += fmt::format("  physics   {}", floor->Describe());
+    if (sol_fraction) out += fmt::format("; speed of light {:.1f} %", *sol_fraction * 100);
+    out += "\n";
+  } else if (work && timing) {
+    out += "  physics   no calibration of this device: run `kforge calibrate --target " + target +
+           "` for the speed-of-light fraction\n";
+  }
+  if (held_for_review) out += fmt::format("  HELD FOR REVIEW: {}\n", review_reason);
   out += fmt::format("  isolation {}\n", isolation);
   return out;
 }

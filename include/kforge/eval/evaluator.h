@@ -14,8 +14,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
 #include <deque>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,16 +31,16 @@
 namespace kforge {
 
 struct EvalOptions {
-  int trials = 5;                                      // at least 2: one uses a second distribution
-  std::chrono::seconds reference_timeout{600};         // the reference phase, wall clock
-  std::chrono::seconds candidate_timeout{120};         // the candidate phase of native/OpenCL
-  std::chrono::seconds module_timeout{600};            // Python modules (load_inline compiles)
-  std::uint64_t memory_limit_bytes = 8ull << 30;       // address space of CPU-target runners
-  std::uint64_t process_limit = 1024;                  // processes + threads of the runner's user
-  std::optional<PrecisionPolicy> policy;               // overrides the task's policy
-  std::optional<std::uint64_t> seed;                   // reproduce a run; default: fresh, secret
-  std::filesystem::path work_root;                     // default: $TMPDIR/kforge-<uid>
-  bool keep_work_dir = false;                          // keep the folder for debugging
+  int trials = 5;                                 // at least 2: one uses a second distribution
+  std::chrono::seconds reference_timeout{600};    // the reference phase, wall clock
+  std::chrono::seconds candidate_timeout{120};    // the candidate phase of native/OpenCL
+  std::chrono::seconds module_timeout{600};       // Python modules (load_inline compiles)
+  std::uint64_t memory_limit_bytes = 8ull << 30;  // address space of CPU-target runners
+  std::uint64_t process_limit = 1024;             // processes + threads of the runner's user
+  std::optional<PrecisionPolicy> policy;          // overrides the task's policy
+  std::optional<std::uint64_t> seed;              // reproduce a run; default: fresh, secret
+  std::filesystem::path work_root;                // default: $TMPDIR/kforge-<uid>
+  bool keep_work_dir = false;                     // keep the folder for debugging
   // After each evaluation, prepare the next one's folder and warm runners (Python, torch and the
   // device context start while nothing waits for them). For callers that evaluate many
   // candidates in a row; costs two idle processes (and their device contexts) in between.
@@ -58,10 +59,19 @@ struct EvalOptions {
   // candidate's timing only when it is correct; timing failures never change the status.
   bool time = false;
   TimingOptions timing;  // when sampling stops (EVAL-PROTOCOL's rule by default)
+  // With `time`: torch.compile baselines to time besides eager ("compile",
+  // "compile-max-autotune"), cached per task, target and library versions.
+  std::vector<std::string> baselines;
 };
+
+// $TMPDIR/kforge-<uid>: where evaluation folders go unless EvalOptions::work_root says otherwise.
+std::filesystem::path DefaultWorkRoot();
 
 class WorkSlot;
 struct SlotConfig;
+struct ReferenceResult;
+class BaselineCache;
+struct Calibration;
 
 class Evaluator {
  public:
@@ -69,8 +79,8 @@ class Evaluator {
   ~Evaluator();
 
   // Always returns a verdict; failures of the candidate, the task or KForge itself are statuses.
-  Verdict Evaluate(const Task& task, const Backend& backend,
-                   const std::filesystem::path& candidate, std::stop_token stop = {});
+  Verdict Evaluate(const Task& task, const Backend& backend, const std::filesystem::path& candidate,
+                   std::stop_token stop = {});
 
   // Whether Evaluate() prepares the next slot (EvalOptions::prepare_next); a caller turns it off
   // before its last evaluation.
@@ -84,9 +94,16 @@ class Evaluator {
   // With prepare_next: starts slots until enough are warming for the next evaluations.
   void TopUpPreparedSlots(const Backend& backend);
 
+  void TakeBaselines(const Task& task, Verdict& v, const ReferenceResult& reference,
+                     const std::string& runner_key, const std::optional<std::string>& last_env,
+                     const std::map<std::string, std::string>& cached, BaselineCache& cache);
+  // The stored calibration of the device the environment names (loaded once), or null.
+  const Calibration* CalibrationFor(const std::string& environment_json);
+
   CompileService& compiler_;
   EvalOptions options_;
   std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Calibration>> calibrations_;  // guarded by mu_
   std::deque<std::unique_ptr<WorkSlot>> prepared_;  // guarded by mu_; oldest first
 };
 

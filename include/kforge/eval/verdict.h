@@ -23,13 +23,13 @@ inline Result<EvalStatus> ParseEvalStatus(std::string_view name) {
 
 struct TrialVerdict {
   int index = 0;
-  std::string distribution;   // task, normal, uniform
+  std::string distribution;  // task, normal, uniform
   bool ok = false;
   double max_abs_error = 0;
   double max_rel_error = 0;
   double fraction_bad = 0;
   bool inputs_unchanged = true;
-  std::string problem;        // why not ok, one line
+  std::string problem;  // why not ok, one line
 };
 
 // EVAL-PROTOCOL correctness rule 4: a task whose reference cannot tell right from wrong.
@@ -44,14 +44,14 @@ struct DegenerateFlags {
 
 struct Verdict {
   EvalStatus status = EvalStatus::kInfraError;
-  std::string message;        // what happened, for a person and for the next LLM prompt
-  std::string diagnostics;    // trimmed compiler / runtime output
+  std::string message;      // what happened, for a person and for the next LLM prompt
+  std::string diagnostics;  // trimmed compiler / runtime output
   std::string task_name;
   std::string task_origin;
   std::string target;
-  std::string candidate;      // path as given
-  std::string candidate_kind; // native, opencl, module
-  std::string mode;           // "kforge" or "kernelbench-compat"
+  std::string candidate;       // path as given
+  std::string candidate_kind;  // native, opencl, module
+  std::string mode;            // "kforge" or "kernelbench-compat"
   PrecisionPolicy policy = PrecisionPolicy::kStrict;
   Tolerance tolerance;
   std::vector<TrialVerdict> trials;
@@ -76,9 +76,29 @@ struct Verdict {
   std::string eager_baseline_error;
   // eager baseline median / candidate median, when both are present and positive.
   std::optional<double> speedup_vs_eager;
+  // torch.compile baselines (EvalOptions::baselines): timed by the same code, on the same device,
+  // in the same run or taken from the cache for this task, device and library versions.
+  std::optional<TimingStats> compile_baseline;  // mode default
+  std::string compile_baseline_error;
+  bool compile_baseline_cached = false;
+  std::optional<TimingStats> compile_max_autotune_baseline;
+  std::string compile_max_autotune_baseline_error;
+  bool compile_max_autotune_baseline_cached = false;
+  std::optional<double> speedup_vs_compile;        // vs the faster of the compile modes timed
+  std::optional<double> speedup_vs_best_baseline;  // vs the fastest of eager and compile
+  // The physics floor (with a calibration of the device, `kforge calibrate`): the reference's
+  // work of one call, the floor it implies and floor / candidate median.
+  std::optional<CallWork> work;
+  std::optional<PhysicsFloor> floor;
+  std::optional<double> sol_fraction;
+  // A correct candidate whose timing needs a person's look: a speedup over 10x against the
+  // faster baseline, or work that the timing events did not see (side streams). Its status stays
+  // correct; reports keep it apart.
+  bool held_for_review = false;
+  std::string review_reason;
 
-  std::string ToJson() const;      // one JSON object, documented in docs/verdict.md
-  std::string ToText() const;      // a few readable lines for the terminal
+  std::string ToJson() const;  // one JSON object, documented in docs/verdict.md
+  std::string ToText() const;  // a few readable lines for the terminal
 };
 
 // The selection rule of the synthesis loop: true when `challenger` should replace `incumbent` as

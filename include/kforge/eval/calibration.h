@@ -1,0 +1,62 @@
+// Device calibration (`kforge calibrate`) and the physics floor (EVAL-PROTOCOL timing rule 7).
+//
+// A calibration is what the device measurably does: copy bandwidth and matrix rates per dtype,
+// measured by the runner's `calibrate` phase and stored per device name under the cache
+// directory. With it, the reference's work of one call (FLOPs and minimum bytes) becomes a floor
+// below which no correct kernel can run, and every timing a speed-of-light fraction.
+#ifndef KFORGE_EVAL_CALIBRATION_H_
+#define KFORGE_EVAL_CALIBRATION_H_
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "kforge/core/error.h"
+#include "kforge/eval/evaluator.h"
+#include "kforge/eval/timing.h"
+#include "kforge/target/backend.h"
+#include "kforge/task/task.h"
+
+namespace kforge {
+
+struct Calibration {
+  std::string device_name;                           // as the runner reports it
+  std::string target;                                // the target it was measured for
+  double copy_bytes_per_s = 0;                       // bytes read + written per second
+  std::map<std::string, double> matmul_flops_per_s;  // float32, tf32, bfloat16, float16
+  std::string measured_at;                           // UTC, ISO 8601
+  std::string environment_json;                      // the runner's environment
+
+  std::string ToJson() const;
+  static Result<Calibration> FromJson(const std::string& text, const std::string& where);
+  std::string ToText() const;  // a few lines for the terminal
+};
+
+// $KFORGE_CACHE_DIR/calibration/<device name as a file name>.json (see DefaultCompileCacheDir for
+// the cache directory's rules).
+std::filesystem::path CalibrationPath(const std::string& device_name);
+
+// The stored calibration of `device_name`; nullopt when there is none.
+Result<std::optional<Calibration>> LoadCalibration(const std::string& device_name);
+Status SaveCalibration(const Calibration& calibration);
+
+// Runs the runner's calibrate phase for `backend`'s device (a few seconds to a minute).
+Result<Calibration> MeasureCalibration(const Backend& backend, const std::string& target,
+                                       const EvalOptions& options);
+
+// The floor of one call (timing.h's PhysicsFloor): the larger of compute time (FLOPs at the
+// matrix rate the policy allows for the task's dtype) and memory time (minimum bytes at the copy
+// bandwidth); nullopt when nothing is known.
+std::optional<PhysicsFloor> FloorFor(const CallWork& work, const Calibration& calibration,
+                                     PrecisionPolicy policy);
+
+// A time below this fraction of the floor is rejected as impossible. Not 1: outputs may still sit
+// in a write-back cache when the kernel ends, and the copy rate is measured, not a hard limit.
+inline constexpr double kImpossibleFractionOfFloor = 0.5;
+// A speedup above this over the faster baseline is held for review (EVAL-PROTOCOL rule 7).
+inline constexpr double kReviewSpeedup = 10.0;
+
+}  // namespace kforge
+
+#endif  // KFORGE_EVAL_CALIBRATION_H_

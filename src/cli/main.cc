@@ -10,6 +10,10 @@
 #include "models_command.h"
 #define KFORGE_HAVE_MODELS_COMMAND 1
 #endif
+#if __has_include("report_command.h")
+#include "report_command.h"
+#define KFORGE_HAVE_REPORT_COMMAND 1
+#endif
 
 int main(int argc, char** argv) {
   kforge::InitLogging();
@@ -25,6 +29,10 @@ int main(int argc, char** argv) {
   kforge::AddResumeCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
+#endif
+#ifdef KFORGE_HAVE_REPORT_COMMAND
+  kforge::AddReportCommand(app);
+  kforge::AddCompareCommand(app);
 #endif
   try {
     app.parse(argc, argv);

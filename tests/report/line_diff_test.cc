@@ -1,5 +1,6 @@
 #include "kforge/report/line_diff.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,7 +12,10 @@ namespace {
 
 std::string Join(const std::vector<std::string>& lines) {
   std::string out;
-  for (const auto& l : lines) out += l + "\n";
+  for (const auto& l : lines) {
+    out += l;
+    out += '\n';
+  }
   return out;
 }
 
@@ -75,8 +79,8 @@ TEST(LineDiff, ScriptIsMinimalAndReproducesBothTexts) {
 TEST(LineDiff, TooManyEditsFallsBackToReplaceAll) {
   std::string a, b;
   for (int i = 0; i < 50; ++i) {
-    a += "a" + std::to_string(i) + "\n";
-    b += "b" + std::to_string(i) + "\n";
+    a += fmt::format("a{}\n", i);
+    b += fmt::format("b{}\n", i);
   }
   const auto lines = DiffLines(a, b, /*max_edits=*/10);
   ASSERT_EQ(lines.size(), 100u);

@@ -24,6 +24,8 @@ PACKAGES=(
   python3 python3-numpy python3-torch python3-pyopencl python3-pytest
   # HIP compiler (compile checks of amd/hip candidates; they run where ROCm has a GPU)
   hipcc
+  # reports: verdict reading, Chart.js inlined into the HTML, headless Chromium for its test
+  libsimdjson-dev libjs-chart.js chromium
 )
 
 if ! dpkg -s "${PACKAGES[@]}" >/dev/null 2>&1; then

@@ -11,6 +11,10 @@
 #include "models_command.h"
 #define KFORGE_HAVE_MODELS_COMMAND 1
 #endif
+#if __has_include("report_command.h")
+#include "report_command.h"
+#define KFORGE_HAVE_REPORT_COMMAND 1
+#endif
 
 int main(int argc, char** argv) {
   kforge::InitLogging();
@@ -27,6 +31,10 @@ int main(int argc, char** argv) {
   kforge::AddResumeCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
+#endif
+#ifdef KFORGE_HAVE_REPORT_COMMAND
+  kforge::AddReportCommand(app);
+  kforge::AddCompareCommand(app);
 #endif
   try {
     app.parse(argc, argv);

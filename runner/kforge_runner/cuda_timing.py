@@ -3,10 +3,12 @@
 ``time_call`` in timing.py delegates here for cuda devices. Which clock it uses is the module's
 *mode*, set by ``timing.measure_cuda`` for one pass at a time:
 
-- ``cold`` (the headline): before the call, reset the persisting-L2 state, overwrite twice the L2
-  size, then queue a spin kernel; the call is enqueued while the spin kernel runs, between two
-  CUDA events on the current stream, so that launch latency is not timed and no cache is warm.
-  The SM clock is read after every sample so that throttled samples can be discarded.
+- ``cold`` (the headline): before the call, reset the persisting-L2 state, read twice the L2 size
+  (L2 then holds clean, unrelated lines), then queue a spin kernel; the call is enqueued while
+  the spin kernel runs, between two CUDA events on the current stream, so that launch latency is
+  not timed and no cache is warm. The event pair's own time (an empty call measured the same
+  way at start-up, ``timer_floor_s``) is subtracted. The SM clock is read after every sample so
+  that throttled samples can be discarded.
 - ``warm``: an event pair around the call, nothing flushed (labelled as warm).
 - ``host``: a device-synchronised host clock around the call (``torch.cuda.synchronize``
   before and after), which sees work on every stream; compared with the warm events it exposes
@@ -101,7 +103,7 @@ class CudaClock:
         props = torch.cuda.get_device_properties(device)
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
         self.flush_bytes = 2 * self.l2_bytes
-        self._flush = torch.empty(self.flush_bytes, dtype=torch.int8, device=device)
+        self._flush = torch.zeros(self.flush_bytes // 4, dtype=torch.int32, device=device)
         self._cudart = _load_cudart()
         self.persisting_l2_reset = False
         if self._cudart is not None and hasattr(self._cudart, "cudaCtxResetPersistingL2Cache"):
@@ -112,6 +114,8 @@ class CudaClock:
         self.mode = "cold"
         self.last_sm_mhz = 0
         self.launch_floor_s = self._host_floor()
+        self.timer_floor_s = 0.0
+        self.timer_floor_s = self._timer_floor()
 
     def _host_floor(self) -> float:
         """Median host time of synchronize; (nothing); synchronize: the host clock's floor."""
@@ -123,11 +127,23 @@ class CudaClock:
             samples.append((time.perf_counter_ns() - start) / 1e9)
         return sorted(samples)[len(samples) // 2]
 
+    def _timer_floor(self) -> float:
+        """Median cold sample of an empty call: the event pair's own time, which every cold
+        sample contains and which is subtracted from it (the kernels' device time remains)."""
+        samples = [self.time_call(lambda: None)[0] for _ in range(51)]
+        self.spin_s = MIN_SPIN_S
+        return sorted(samples)[len(samples) // 2]
+
+    def _overwrite_l2(self) -> None:
+        """Reads twice the L2 size: every line the last sample left (dirty outputs included, whose
+        write-back happens here, outside the timed region) is replaced by clean, unrelated data."""
+        self._flush_sink = self._flush.sum()
+
     def describe(self) -> Dict[str, Any]:
         return {"l2_bytes": self.l2_bytes, "flush_bytes": self.flush_bytes,
                 "persisting_l2_reset": self.persisting_l2_reset,
                 "spin_s": self.spin_s, "max_sm_mhz": self.nvml.max_sm_mhz,
-                "host_floor_s": self.launch_floor_s}
+                "host_floor_s": self.launch_floor_s, "timer_floor_s": self.timer_floor_s}
 
     def time_call(self, call: Callable[[], Any]) -> Tuple[float, Any]:
         if self.mode == "host":
@@ -139,7 +155,7 @@ class CudaClock:
         if self.mode == "cold":
             if self.persisting_l2_reset:
                 self._cudart.cudaCtxResetPersistingL2Cache()
-            self._flush.zero_()
+            self._overwrite_l2()
             torch.cuda._sleep(int(self.spin_s * self.cycles_per_s))
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
@@ -152,7 +168,10 @@ class CudaClock:
         if self.mode == "cold" and enqueue_s * 1.5 > self.spin_s:
             self.spin_s = min(_MAX_SPIN_S, enqueue_s * 1.5)
         self.last_sm_mhz = self.nvml.sm_mhz()
-        return start.elapsed_time(end) / 1e3, value
+        seconds = start.elapsed_time(end) / 1e3
+        if self.mode == "cold":
+            seconds = max(seconds - self.timer_floor_s, 0.0)
+        return seconds, value
 
     def _host(self, call: Callable[[], Any]) -> Tuple[float, Any]:
         torch.cuda.synchronize(self.device)

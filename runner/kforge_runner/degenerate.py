@@ -1,7 +1,10 @@
 """Degenerate-task checks on reference outputs (EVAL-PROTOCOL correctness rule 4).
 
-A task whose output is all zero, constant, well approximated by its mean, or not reproducible
-would reward trivial or lucky candidates; the flags are reported next to its results.
+A task whose output is all zero, almost all zero, constant, well approximated by its mean, or not
+reproducible would reward trivial or lucky candidates; the flags are reported next to its
+results. "Mostly zero" (at least MOSTLY_ZERO of all output elements exactly 0, e.g. KernelBench
+level 2 #9, whose ReLU sees almost only negative values) is flagged even though an all-zero
+candidate would fail on the few other elements: the task barely exercises the computation.
 """
 
 from typing import Dict, List
@@ -9,6 +12,8 @@ from typing import Dict, List
 import torch
 
 from kforge_runner.protocol import Tolerance
+
+MOSTLY_ZERO = 0.99
 
 
 def within_tolerance(candidate: torch.Tensor, reference: torch.Tensor, tolerance: Tolerance,
@@ -49,6 +54,8 @@ class DegenerateCheck:
         self._constant = True
         self._constant_passes = True
         self._nondeterministic = False
+        self._zeros = 0
+        self._elements = 0
 
     def add_trial(self, outputs: List[torch.Tensor]) -> None:
         # Each flag needs every trial to hold; once one trial breaks it, later trials skip the
@@ -56,7 +63,10 @@ class DegenerateCheck:
         for t in outputs:
             t = t.detach()
             self._seen = True
-            self._all_zero = self._all_zero and bool((t == 0).all())
+            zeros = int((t == 0).sum())
+            self._zeros += zeros
+            self._elements += t.numel()
+            self._all_zero = self._all_zero and zeros == t.numel()
             self._constant = self._constant and _is_constant(t)
             self._constant_passes = self._constant_passes and _mean_passes(t, self._tolerance)
 
@@ -67,7 +77,9 @@ class DegenerateCheck:
         self._nondeterministic = not same
 
     def flags(self) -> Dict[str, bool]:
+        mostly_zero = self._elements > 0 and self._zeros >= MOSTLY_ZERO * self._elements
         return {"all_zero": self._seen and self._all_zero,
+                "mostly_zero": self._seen and mostly_zero,
                 "constant": self._seen and self._constant,
                 "constant_passes": self._seen and self._constant_passes,
                 "nondeterministic": self._nondeterministic}

@@ -8,6 +8,7 @@ the runner waits for the queue to finish after ``launch``. pyopencl is imported 
 """
 
 import os
+import re
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -80,7 +81,22 @@ def _build(context: "cl.Context", device: "cl.Device", source: str) -> "cl.Progr
             log = program.get_build_info(device, cl.program_build_info.LOG)
         except cl.Error:
             log = str(e)
-        raise CompileError("OpenCL build failed (-cl-std=CL1.2):\n" + log.strip()) from None
+        raise CompileError("OpenCL build failed (-cl-std=CL1.2):\n" + _tidy_build_log(log))\
+            from None
+
+
+# The OpenCL runtime compiles SOURCE from a temporary file whose name is random (PoCL:
+# .../pocl-cache/tempfile_XXXXXX.cl, NVIDIA: <source>): a log line names it as "SOURCE" instead,
+# so that the model reads the line numbers of its own string and the same error reads the same
+# in every run (a recorded conversation replays).
+# The closing "Device <name> failed to build the program" line names the machine, not the error.
+_TEMP_SOURCE = re.compile(r"(?:/[^\s:]*)?/tempfile_[A-Za-z0-9]+\.cl|<source>")
+_DEVICE_FAILED = re.compile(r"^Device .* failed to build the program\.?$")
+
+
+def _tidy_build_log(log: str) -> str:
+    lines = [line for line in log.strip().splitlines() if not _DEVICE_FAILED.match(line.strip())]
+    return _TEMP_SOURCE.sub("SOURCE", "\n".join(lines))
 
 
 def _host_array(value: Any) -> np.ndarray:

@@ -40,8 +40,8 @@ def test_distributions_draw_from_their_ranges(relu_reference):
     assert x_task.min() >= 0 and x_task.max() < 1          # the task's torch.rand
     assert x_normal.min() < -1 and x_normal.max() > 1      # N(0, 1) over 256 samples
     assert x_uniform.min() >= -1 and x_uniform.min() < 0 and x_uniform.max() < 1
-    assert result["degenerate"] == {"all_zero": False, "constant": False, "constant_passes": False,
-                                    "nondeterministic": False}
+    assert result["degenerate"] == {"all_zero": False, "mostly_zero": False, "constant": False,
+                                    "constant_passes": False, "nondeterministic": False}
 
 
 def test_same_seed_gives_same_inputs(relu_reference, tmp_path):
@@ -91,8 +91,8 @@ def test_all_zero_task_is_flagged(tmp_path):
                         overrides={"batch_size": 2, "depth": 4, "height": 6, "width": 6})
     run = run_runner(job, tmp_path)
     assert run.result["status"] == "ok", run.result
-    assert run.result["degenerate"] == {"all_zero": True, "constant": True, "constant_passes": True,
-                                        "nondeterministic": False}
+    assert run.result["degenerate"] == {"all_zero": True, "mostly_zero": True, "constant": True,
+                                        "constant_passes": True, "nondeterministic": False}
     keys = [e["key"] for e in run.result["state"]]
     assert keys == ["conv.weight", "conv.bias", "norm.weight", "norm.bias"]
     assert run.result["init_inputs"] == [3, 16, 3, 8, 0.0, 1.0, 0.2]
@@ -184,3 +184,28 @@ def test_bad_override_is_reference_error(tmp_path):
     run = run_runner(reference_job(task, tmp_path, overrides={"dimm": 3}), tmp_path)
     assert run.result["status"] == "reference_error"
     assert "override 'dimm'" in run.result["diagnostics"]
+
+
+def test_mostly_zero_outputs_are_flagged(tmp_path):
+    """KernelBench level 2 #9's shape of problem: relu of values that are almost all negative."""
+    task = write_file(tmp_path / "mostly_zero.py", """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x - 3.0)
+
+
+def get_inputs():
+    return [torch.randn(4096)]
+
+
+def get_init_inputs():
+    return []
+""")
+    run = run_runner(reference_job(task, tmp_path), tmp_path)
+    assert run.result["status"] == "ok", run.result
+    flags = run.result["degenerate"]
+    assert flags["mostly_zero"] is True and flags["all_zero"] is False

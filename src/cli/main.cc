@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "calibrate_command.h"
+#include "demo_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
 #include "run_command.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   kforge::AddCalibrateCommand(app);
   kforge::AddRunCommand(app);
   kforge::AddResumeCommand(app);
+  kforge::AddDemoCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
 #endif

@@ -387,7 +387,7 @@ std::string CommandLine(const RunArgs& a) {
   return line;
 }
 
-int RunNew(RunArgs args) {
+int RunNew(RunArgs args, fs::path* run_dir_out = nullptr, std::string* run_id_out = nullptr) {
   if (!args.record.empty() && !args.replay.empty()) {
     fmt::print(stderr, "kforge run: --record and --replay exclude each other\n");
     return kExitUsage;
@@ -399,6 +399,8 @@ int RunNew(RunArgs args) {
   for (auto& m : args.models) m = Absolute(m);
   const std::string run_id = NewRunId();
   const fs::path run_dir = fs::absolute(fs::path(args.runs_dir) / run_id);
+  if (run_dir_out != nullptr) *run_dir_out = run_dir;
+  if (run_id_out != nullptr) *run_id_out = run_id;
   return RunSynthesis(args, run_dir, run_id, /*resuming=*/false, CommandLine(args), "kforge run");
 }
 
@@ -449,6 +451,18 @@ int Resume(const std::string& run_dir_arg, const ResumeOverrides& overrides) {
 }
 
 }  // namespace
+
+int RunReplayed(const ReplayRunRequest& request, fs::path* run_dir, std::string* run_id) {
+  RunArgs args;
+  args.task = request.task;
+  args.target = request.target;
+  args.model = request.model;
+  args.replay = request.cassette;
+  args.replay_match = "numbers";
+  args.iterations = request.iterations;
+  args.runs_dir = request.runs_dir;
+  return RunNew(args, run_dir, run_id);
+}
 
 void AddRunCommand(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();

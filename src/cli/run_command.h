@@ -6,7 +6,25 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+#include <string>
+
 namespace kforge {
+
+// A replayed `kforge run` (what `kforge demo` does): task, target, model id and cassette, with
+// numbers in prompts allowed to differ from the recording.
+struct ReplayRunRequest {
+  std::string task;
+  std::string target;
+  std::string model;
+  std::string cassette;
+  int iterations = 1;
+  std::string runs_dir = "kforge-runs";
+};
+// Runs it like `kforge run` (same progress and summary); returns the exit code, and the run's
+// directory and id through the pointers.
+int RunReplayed(const ReplayRunRequest& request, std::filesystem::path* run_dir,
+                std::string* run_id);
 
 void AddRunCommand(CLI::App& app);
 void AddResumeCommand(CLI::App& app);

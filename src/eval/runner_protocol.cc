@@ -190,6 +190,7 @@ Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::pa
     if (doc->contains("degenerate") && (*doc)["degenerate"].is_object()) {
       const json& d = (*doc)["degenerate"];
       r.degenerate.all_zero = d.value("all_zero", false);
+      r.degenerate.mostly_zero = d.value("mostly_zero", false);
       r.degenerate.constant = d.value("constant", false);
       r.degenerate.constant_passes = d.value("constant_passes", false);
       r.degenerate.nondeterministic = d.value("nondeterministic", false);

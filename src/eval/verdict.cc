@@ -68,6 +68,9 @@ bool IsBetter(const Verdict& challenger, const Verdict& incumbent) {
 std::string DegenerateFlags::Describe() const {
   std::vector<std::string_view> parts;
   if (all_zero) parts.emplace_back("the reference output is all zeros");
+  if (mostly_zero && !all_zero) {
+    parts.emplace_back("at least 99 % of the reference output is exactly zero");
+  }
   if (constant && !all_zero) parts.emplace_back("the reference output is constant");
   if (constant_passes && !constant) parts.emplace_back("a constant tensor passes the tolerance");
   if (nondeterministic)
@@ -99,6 +102,7 @@ std::string Verdict::ToJson() const {
   }
   j["degenerate"] = {{"flagged", degenerate.any()},
                      {"all_zero", degenerate.all_zero},
+                     {"mostly_zero", degenerate.mostly_zero},
                      {"constant", degenerate.constant},
                      {"constant_passes", degenerate.constant_passes},
                      {"nondeterministic", degenerate.nondeterministic}};

@@ -148,16 +148,39 @@ std::string MaskNumbers(std::string_view text) {
                                 (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
       ++i;
     }
+    // A duration's unit goes with its number: 1.02 ms and 988 us are the same kind of figure.
+    for (std::string_view unit : {" ns", " us", " ms", " s"}) {
+      const std::size_t end = i + unit.size();
+      if (text.substr(i, unit.size()) == unit &&
+          (end == text.size() || std::isalpha(static_cast<unsigned char>(text[end])) == 0)) {
+        i = end;
+        break;
+      }
+    }
     out.push_back('#');
   }
   return out;
+}
+
+// How a timing run stopped ("stopped by noise", "... timeout", "... min") is a measurement too.
+std::string MaskMeasurementWords(std::string text) {
+  static constexpr std::string_view kStopped = "stopped by ";
+  for (std::size_t at = text.find(kStopped); at != std::string::npos;
+       at = text.find(kStopped, at + 1)) {
+    const std::size_t word = at + kStopped.size();
+    std::size_t end = word;
+    while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end])) != 0) ++end;
+    const std::string_view w(text.data() + word, end - word);
+    if (w == "noise" || w == "timeout" || w == "min") text.replace(word, end - word, "#");
+  }
+  return text;
 }
 
 // Masks the numbers in the text of a canonical request's messages (not in its options, such as
 // the temperature, which must still match exactly).
 void MaskMessageNumbers(json& node) {
   if (node.is_string()) {
-    node = MaskNumbers(node.get<std::string>());
+    node = MaskNumbers(MaskMeasurementWords(node.get<std::string>()));
   } else if (node.is_structured()) {
     for (auto& child : node) MaskMessageNumbers(child);
   }

@@ -262,7 +262,8 @@ TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
     auto writer = CassetteWriter::Create(path);
     ASSERT_TRUE(writer.has_value());
     auto recorder = NewRecordingProvider(inner, *writer);
-    for (const char* p : {"write it", "it took 1.25e-3 s, 3x faster", "it took 7 ms"}) {
+    for (const char* p : {"write it", "it took 1.25e-3 s, 3x faster, stopped by noise",
+                          "it took 1.02 ms"}) {
       ASSERT_TRUE(recorder->Complete(Conversation(p), {}).has_value());
     }
   }
@@ -277,16 +278,17 @@ TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
   ASSERT_TRUE(loaded.has_value());
   auto replay = NewReplayProvider(*loaded, "gen");
   ASSERT_TRUE(replay->Complete(Conversation("write it"), {}).has_value());
-  auto measured = replay->Complete(Conversation("it took 2.5e-3 s, 2x faster"), {});
+  auto measured =
+      replay->Complete(Conversation("it took 2.5e-3 s, 2x faster, stopped by timeout"), {});
   ASSERT_TRUE(measured.has_value()) << measured.error().message;
-  EXPECT_EQ(measured->text, "re: it took 1.25e-3 s, 3x faster");  // the recorded answer
+  EXPECT_EQ(measured->text, "re: it took 1.25e-3 s, 3x faster, stopped by noise");  // recorded
   EXPECT_EQ((*loaded)->ServedByShape(), 1);
   // Words still matter, and so do options.
   EXPECT_FALSE(replay->Complete(Conversation("it took 7 hours"), {}).has_value());
-  Request hotter = Conversation("it took 9 ms");
+  Request hotter = Conversation("it took 988 us");
   hotter.temperature = 0.7;
   EXPECT_FALSE(replay->Complete(hotter, {}).has_value());
-  ASSERT_TRUE(replay->Complete(Conversation("it took 9 ms"), {}).has_value());
+  ASSERT_TRUE(replay->Complete(Conversation("it took 988 us"), {}).has_value());
   EXPECT_EQ((*loaded)->Unserved(), 0);
 }
 

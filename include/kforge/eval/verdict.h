@@ -35,10 +35,13 @@ struct TrialVerdict {
 // EVAL-PROTOCOL correctness rule 4: a task whose reference cannot tell right from wrong.
 struct DegenerateFlags {
   bool all_zero = false;
+  bool mostly_zero = false;  // at least 99 % of the output elements are exactly zero
   bool constant = false;
   bool constant_passes = false;
   bool nondeterministic = false;
-  bool any() const { return all_zero || constant || constant_passes || nondeterministic; }
+  bool any() const {
+    return all_zero || mostly_zero || constant || constant_passes || nondeterministic;
+  }
   std::string Describe() const;  // "all-zero output, nondeterministic reference" or ""
 };
 

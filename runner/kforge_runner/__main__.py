@@ -43,6 +43,9 @@ def _run_phase(job):
     if isinstance(job, protocol.ReferenceJob):
         from kforge_runner import reference_phase
         return reference_phase.run(job)
+    from kforge_runner import profile_phase
+    if isinstance(job, profile_phase.ProfileJob):
+        return profile_phase.run(job)
     from kforge_runner import candidate_phase
     return candidate_phase.run(job)
 
@@ -54,7 +57,8 @@ def _result_for(job_path: str):
         return {"status": errors.STATUS_INFRA_ERROR, "diagnostics": str(e)}
     except protocol.JobError as e:
         return {"status": errors.STATUS_INFRA_ERROR, "diagnostics": f"bad job: {e}"}
-    phase = "reference" if isinstance(job, protocol.ReferenceJob) else "candidate"
+    phase = ("reference" if isinstance(job, protocol.ReferenceJob) else
+             "candidate" if isinstance(job, protocol.CandidateJob) else "profile")
     try:
         return _run_phase(job)
     except (Exception, SystemExit) as e:

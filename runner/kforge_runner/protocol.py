@@ -269,7 +269,10 @@ def parse_job(document: Any):
         return _parse_reference(document)
     if phase == "candidate":
         return _parse_candidate(document)
-    raise JobError(f"job.phase: {phase!r} is not 'reference' or 'candidate'")
+    if phase == "profile":
+        from kforge_runner import profile_phase  # pylint: disable=import-outside-toplevel
+        return profile_phase.parse(document)
+    raise JobError(f"job.phase: {phase!r} is not 'reference', 'candidate' or 'profile'")
 
 
 def read_job(path: str):

@@ -4,6 +4,7 @@
 
 #include "eval_command.h"
 #include "kforge/core/log.h"
+#include "profile_command.h"
 #include "run_command.h"
 #include "targets_command.h"
 #if __has_include("models_command.h")
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   kforge::AddEvalCommand(app);
   kforge::AddRunCommand(app);
   kforge::AddResumeCommand(app);
+  kforge::AddProfileCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
 #endif

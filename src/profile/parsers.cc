@@ -296,6 +296,9 @@ Result<Profile> ParseTorchChromeTrace(std::string_view text, std::string_view ca
     TraceEvent t;
     t.name = e.value("name", "");
     t.cat = Lower(e.value("cat", ""));
+    // torch builds without Kineto (CPU-only wheels) write events without a category: operators
+    // and record_function ranges alike.
+    if (t.cat.empty()) t.cat = t.name == call_annotation ? "user_annotation" : "cpu_op";
     if (!e.contains("ts") || !e["ts"].is_number()) continue;
     t.ts_us = e["ts"].get<double>();
     t.dur_us = e.contains("dur") && e["dur"].is_number() ? e["dur"].get<double>() : 0.0;

@@ -75,6 +75,19 @@ TEST(TorchTrace, CpuTraceUsesTopLevelOperators) {
   EXPECT_NEAR(p->call_gap_ns[0], 10e3, 1e-6);
 }
 
+TEST(TorchTrace, TraceWithoutCategoriesFromCpuOnlyBuilds) {
+  // torch without Kineto writes "pid": "CPU functions" and no "cat".
+  const char* trace = R"({"traceEvents": [
+    {"name": "kforge_call", "ph": "X", "ts": 900, "dur": 4000, "tid": 1, "pid": "CPU functions", "args": {}},
+    {"name": "aten::addmm", "ph": "X", "ts": 1000, "dur": 3000, "tid": 1, "pid": "CPU functions", "args": {}},
+    {"name": "aten::relu", "ph": "X", "ts": 4100, "dur": 500, "tid": 1, "pid": "CPU functions", "args": {}}]})";
+  auto p = ParseTorchChromeTrace(trace);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->calls, 1);
+  ASSERT_EQ(p->kernels.size(), 2u);
+  EXPECT_NEAR(p->call_wall_ns[0], 4e6, 1e-6);
+}
+
 TEST(TorchTrace, RejectsNonTraces) {
   EXPECT_FALSE(ParseTorchChromeTrace("not json"));
   EXPECT_FALSE(ParseTorchChromeTrace(R"({"foo": 1})"));

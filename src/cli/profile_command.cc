@@ -29,6 +29,7 @@ struct ProfileArgs {
   int calls = 3;
   std::string out;
   std::vector<std::string> overrides;
+  std::string from;  // summarise the raw files of an earlier capture
 };
 
 int RunProfile(const ProfileArgs& args) {
@@ -36,6 +37,19 @@ int RunProfile(const ProfileArgs& args) {
     fmt::print(stderr, "kforge profile: {}\n", message);
     return code;
   };
+  if (!args.from.empty()) {
+    auto tool = profile::ParseToolName(args.tool.empty() ? "ncu" : args.tool);
+    if (!tool) return fail(fmt::format("--tool {}: use ncu, nsys, torch or opencl", args.tool), 2);
+    auto parsed = profile::ParseCaptureFiles(*tool, args.from);
+    if (!parsed) return fail(parsed.error().message, 2);
+    auto peaks = profile::DatasheetPeaks(parsed->device);
+    auto summary = profile::Summarize(*parsed, peaks);
+    fmt::print("{}", summary.text);
+    fmt::print(stderr, "kforge profile: summary of about {} tokens{}\n", summary.estimated_tokens,
+               peaks.facts ? "; device peaks: " + peaks.source : "; device peaks unknown");
+    return 0;
+  }
+  if (args.task.empty() || args.target.empty()) return fail("give TASK and --target (or --from DIR)", 2);
   auto target = Target::Parse(args.target);
   if (!target) return fail(target.error().message, 2);
   auto task = LoadTask(args.task);
@@ -117,11 +131,12 @@ void AddProfileCommand(CLI::App& app) {
       "runner, any target), opencl (event profiling, OpenCL targets).\n"
       "Exit code: 0 profiled, 1 the candidate failed under the profiler, 2 bad input or tool "
       "missing, 3 KForge or the task failed.");
-  cmd->add_option("task", args->task, "task: a problem file, FILE.jsonl#N or kernelbench:levelL#N")
-      ->required();
+  cmd->add_option("task", args->task, "task: a problem file, FILE.jsonl#N or kernelbench:levelL#N");
   cmd->add_option("candidate", args->candidate, "the candidate's source file");
-  cmd->add_option("--target,-t", args->target, "target, e.g. nvidia/cuda, cpu/cpp, cpu/opencl")
-      ->required();
+  cmd->add_option("--target,-t", args->target, "target, e.g. nvidia/cuda, cpu/cpp, cpu/opencl");
+  cmd->add_option("--from", args->from,
+                  "summarise the raw files an earlier run kept in this folder (--out) for --tool "
+                  "(default ncu) instead of profiling");
   cmd->add_option("--tool", args->tool,
                   "ncu | nsys | torch | opencl (default: ncu on CUDA targets where it is "
                   "installed, opencl on OpenCL targets, else torch)");

@@ -95,9 +95,14 @@ Status CheckTool(Tool tool, const Backend& backend) {
 }
 
 std::vector<std::string> NcuCommand(const fs::path& ncu, const fs::path& out) {
+  auto env_or = [](const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr && *v != '\0' ? v : fallback);
+  };
   return {ncu.string(), "--clock-control", "none", "--profile-from-start", "off",
-          "--target-processes", "all", "--set", "full", "--import-source", "no",
-          "--launch-count", "200", "--force-overwrite", "--export", (out / "ncu").string()};
+          "--target-processes", "all", "--set", env_or("KFORGE_NCU_SET", "full"),
+          "--import-source", "no", "--launch-count", env_or("KFORGE_NCU_LAUNCH_COUNT", "200"),
+          "--force-overwrite", "--export", (out / "ncu").string()};
 }
 
 Result<Profile> ParseCaptureFiles(Tool tool, const fs::path& dir) {

@@ -36,7 +36,9 @@ Tool DefaultTool(const Backend& backend);
 Status CheckTool(Tool tool, const Backend& backend);
 
 // Nsight Compute's command line around the runner: one capture range per profiled call
-// (--profile-from-start off), all child processes, the full section set, a report in `out`.
+// (--profile-from-start off), --clock-control none, all child processes, the section set
+// $KFORGE_NCU_SET (default full), at most $KFORGE_NCU_LAUNCH_COUNT kernels (default 200), a report
+// in `out`.
 std::vector<std::string> NcuCommand(const std::filesystem::path& ncu, const std::filesystem::path& out);
 
 struct Capture {

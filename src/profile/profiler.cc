@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "kforge/core/files.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/eval/profile_pass.h"
 #include "kforge/profile/parsers.h"
+#include "kforge/profile/reducer.h"
 
 namespace kforge::profile {
 namespace {
@@ -209,6 +211,31 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
   if (options.tool == Tool::kNsys) parsed->calls = request.calls;
   c.profile = std::move(*parsed);
   return c;
+}
+
+std::function<Result<std::string>(const std::string&, const std::string&)> MakeSummaryProfiler(
+    CompileService& compiler, EvalOptions eval_options, const Task& task, const Backend& backend,
+    fs::path work_dir) {
+  const Tool tool = DefaultTool(backend);
+  if (backend.target().vendor == Vendor::kCpu && tool != Tool::kOpenCl) return {};
+  return [&compiler, eval_options, &task, &backend, work_dir, tool](
+             const std::string& file_name, const std::string& source) -> Result<std::string> {
+    static std::atomic<int> counter{0};
+    const fs::path dir = work_dir / fmt::format("profile-{}", counter++);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    KFORGE_RETURN_IF_ERROR(WriteFile(dir / file_name, source));
+    CaptureOptions options;
+    options.tool = tool;
+    options.output_dir = dir / "raw";
+    auto capture = CaptureProfile(compiler, eval_options, task, backend, dir / file_name, options);
+    if (!capture) return std::unexpected(capture.error());
+    if (!capture->profile) {
+      return Unavailable(fmt::format("the profiled run ended {}: {}", capture->status,
+                                     capture->diagnostics.substr(0, 500)));
+    }
+    return Summarize(*capture->profile, DatasheetPeaks(capture->profile->device)).text;
+  };
 }
 
 }  // namespace kforge::profile

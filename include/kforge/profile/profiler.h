@@ -9,6 +9,7 @@
 #define KFORGE_PROFILE_PROFILER_H_
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -66,6 +67,14 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
 
 // Parses the raw files of a capture folder (the names Capture::files uses) for `tool`.
 Result<Profile> ParseCaptureFiles(Tool tool, const std::filesystem::path& dir);
+
+// For the synthesis loop (synth::SynthesisSetup::profile_summary): a function that writes a
+// candidate's source under `work_dir`, captures it with DefaultTool(backend) and returns the
+// reducer's summary. Empty (no profile pass) where the default tool gives no kernel-level signal:
+// CPU targets other than OpenCL. Borrows `compiler`, `task` and `backend`: they must outlive it.
+std::function<Result<std::string>(const std::string&, const std::string&)> MakeSummaryProfiler(
+    CompileService& compiler, EvalOptions eval_options, const Task& task, const Backend& backend,
+    std::filesystem::path work_dir);
 
 }  // namespace kforge::profile
 

@@ -214,11 +214,11 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
 }
 
 std::function<Result<std::string>(const std::string&, const std::string&)> MakeSummaryProfiler(
-    CompileService& compiler, EvalOptions eval_options, const Task& task, const Backend& backend,
+    CompileService& compiler, EvalOptions eval_options, Task task, const Backend& backend,
     fs::path work_dir) {
   const Tool tool = DefaultTool(backend);
   if (backend.target().vendor == Vendor::kCpu && tool != Tool::kOpenCl) return {};
-  return [&compiler, eval_options, &task, &backend, work_dir, tool](
+  return [&compiler, eval_options, task = std::move(task), &backend, work_dir, tool](
              const std::string& file_name, const std::string& source) -> Result<std::string> {
     static std::atomic<int> counter{0};
     const fs::path dir = work_dir / fmt::format("profile-{}", counter++);

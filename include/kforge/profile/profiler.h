@@ -71,9 +71,9 @@ Result<Profile> ParseCaptureFiles(Tool tool, const std::filesystem::path& dir);
 // For the synthesis loop (synth::SynthesisSetup::profile_summary): a function that writes a
 // candidate's source under `work_dir`, captures it with DefaultTool(backend) and returns the
 // reducer's summary. Empty (no profile pass) where the default tool gives no kernel-level signal:
-// CPU targets other than OpenCL. Borrows `compiler`, `task` and `backend`: they must outlive it.
+// CPU targets other than OpenCL. Borrows `compiler` and `backend`: they must outlive it.
 std::function<Result<std::string>(const std::string&, const std::string&)> MakeSummaryProfiler(
-    CompileService& compiler, EvalOptions eval_options, const Task& task, const Backend& backend,
+    CompileService& compiler, EvalOptions eval_options, Task task, const Backend& backend,
     std::filesystem::path work_dir);
 
 }  // namespace kforge::profile

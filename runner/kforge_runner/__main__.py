@@ -46,6 +46,9 @@ def _run_phase(job):
     if isinstance(job, protocol.CalibrateJob):
         from kforge_runner import calibrate_phase
         return calibrate_phase.run(job)
+    from kforge_runner import profile_phase
+    if isinstance(job, profile_phase.ProfileJob):
+        return profile_phase.run(job)
     from kforge_runner import candidate_phase
     return candidate_phase.run(job)
 
@@ -58,7 +61,8 @@ def _result_for(job_path: str):
     except protocol.JobError as e:
         return {"status": errors.STATUS_INFRA_ERROR, "diagnostics": f"bad job: {e}"}
     phase = ("reference" if isinstance(job, protocol.ReferenceJob) else
-             "calibrate" if isinstance(job, protocol.CalibrateJob) else "candidate")
+             "calibrate" if isinstance(job, protocol.CalibrateJob) else
+             "candidate" if isinstance(job, protocol.CandidateJob) else "profile")
     try:
         return _run_phase(job)
     except (Exception, SystemExit) as e:

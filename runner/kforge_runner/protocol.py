@@ -296,7 +296,11 @@ def parse_job(document: Any):
         return _parse_candidate(document)
     if phase == "calibrate":
         return CalibrateJob(device=_field(document, "device", str, "job"))
-    raise JobError(f"job.phase: {phase!r} is not 'reference', 'candidate' or 'calibrate'")
+    if phase == "profile":
+        from kforge_runner import profile_phase  # pylint: disable=import-outside-toplevel
+        return profile_phase.parse(document)
+    raise JobError(
+        f"job.phase: {phase!r} is not 'reference', 'candidate', 'calibrate' or 'profile'")
 
 
 def read_job(path: str):

@@ -6,6 +6,7 @@
 #include "demo_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
+#include "profile_command.h"
 #include "run_command.h"
 #include "targets_command.h"
 #if __has_include("models_command.h")
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   kforge::AddRunCommand(app);
   kforge::AddResumeCommand(app);
   kforge::AddDemoCommand(app);
+  kforge::AddProfileCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
 #endif

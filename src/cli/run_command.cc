@@ -16,6 +16,7 @@
 #include "kforge/core/files.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/evaluator.h"
+#include "kforge/profile/profiler.h"
 #include "kforge/llm/budget.h"
 #include "kforge/llm/cassette.h"
 #include "kforge/llm/provider_factory.h"
@@ -42,6 +43,7 @@ constexpr int kConfigVersion = 1;
 // The configuration of a run: the command line resolved (paths made absolute), stored as the run
 // row's config_json so that `kforge resume` can run it again.
 struct RunArgs {
+  bool no_profile = false;  // no profile pass before each analysis
   std::string task;
   std::string target;
   std::string model;
@@ -69,6 +71,7 @@ std::string ToJson(const RunArgs& a) {
                         {"model", a.model},
                         {"analysis_model", a.analysis_model},
                         {"iterations", a.iterations},
+                        {"no_profile", a.no_profile},
                         {"samples", a.samples},
                         {"reference_impl", a.reference_impl},
                         {"reference_target", a.reference_target},
@@ -99,6 +102,7 @@ Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& wh
     a.model = j.at("model").get<std::string>();
     a.analysis_model = j.value("analysis_model", "");
     a.iterations = j.value("iterations", 5);
+    a.no_profile = j.value("no_profile", false);
     a.samples = j.value("samples", 1);
     a.reference_impl = j.value("reference_impl", "");
     a.reference_target = j.value("reference_target", "");
@@ -327,6 +331,10 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   setup.options.samples = args.samples;
   if (args.max_time_s > 0) setup.options.max_wall_time = std::chrono::seconds(args.max_time_s);
   setup.on_progress = PrintProgress;
+  if (!args.no_profile) {
+    setup.profile_summary = profile::MakeSummaryProfiler(compiler, eval_options, setup.task,
+                                                         *backend, run_dir / "profiles");
+  }
 
   auto result = synth::Synthesizer(std::move(setup)).Run();
   if (!result) {
@@ -486,6 +494,10 @@ void AddRunCommand(CLI::App& app) {
                   "Generation steps per sample (functional, then optimization); 1 = single-shot")
       ->default_val(5)
       ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--no-profile", args->no_profile,
+                "No profile pass before each analysis (default: one where the target has a "
+                "profiler with kernel-level output: ncu on CUDA when installed, else the torch "
+                "profiler on GPUs, OpenCL events on OpenCL)");
   cmd->add_option("--samples", args->samples, "Independent samples, run concurrently; best kept")
       ->default_val(1)
       ->check(CLI::Range(1, 256));

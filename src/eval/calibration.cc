@@ -134,7 +134,8 @@ Result<Calibration> MeasureCalibration(const Backend& backend, const std::string
           json{{"protocol", 1}, {"phase", "calibrate"}, {"device", backend.RunnerDevice()}}.dump(),
       .preload = "",
       .deadline = nullptr,
-      .timeout = std::chrono::seconds(600)};
+      .timeout = std::chrono::seconds(600),
+      .wrapper = {}};
   auto run = RunRunner(launch, *runner_dir, scratch, policy, ResourceLimits{}, {});
   std::error_code ec;
   fs::remove_all(scratch, ec);

@@ -140,6 +140,7 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   spec.argv = {RunnerPython(), "-m", "kforge_runner", "--job", launch.job_file.string(),
                "--result-fd", std::to_string(kResultFd)};
   if (!launch.preload.empty()) spec.argv.insert(spec.argv.end(), {"--preload", launch.preload});
+  spec.argv.insert(spec.argv.begin(), launch.wrapper.begin(), launch.wrapper.end());
   spec.env = RunnerEnvironment(runner_dir, scratch);
   spec.cwd = scratch;
   spec.timeout = launch.timeout;

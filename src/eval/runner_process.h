@@ -36,6 +36,7 @@ struct RunnerLaunch {
   std::string preload;   // warm start: the device to initialise while waiting for the job
   std::shared_ptr<std::atomic<std::int64_t>> deadline;  // movable deadline (warm start)
   std::chrono::seconds timeout{0};
+  std::vector<std::string> wrapper;  // put before the runner's command line (a profiler)
 };
 
 struct RunnerRun {

@@ -110,7 +110,8 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
                    .job_json = "",
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
-                   .timeout = std::chrono::seconds(0)},
+                   .timeout = std::chrono::seconds(0),
+                   .wrapper = {}},
       config.runner_dir, slot->ref_dir(), ref_policy, ref_limits);
 
   // The candidate: another user, no network, read-only except its scratch folder, the
@@ -128,7 +129,8 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
                    .job_json = "",
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
-                   .timeout = std::chrono::seconds(0)},
+                   .timeout = std::chrono::seconds(0),
+                   .wrapper = {}},
       config.runner_dir, slot->cand_dir(), cand_policy, cand_limits);
   return slot;
 }

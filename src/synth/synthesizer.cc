@@ -196,6 +196,18 @@ Result<std::vector<Recommendation>> Synthesizer::Impl::StepAnalyse(SampleState& 
   inputs.timing = TimingText(base.verdict);
   inputs.device = setup.device;
   inputs.max_recommendations = setup.options.max_recommendations;
+  if (setup.profile_summary) {
+    // Step: profile the candidate the advice is about (untimed, a pass of its own).
+    auto summary = setup.profile_summary(base.file_name, base.source);
+    if (summary) {
+      inputs.profile_summary = std::move(*summary);
+      spdlog::info("[sample {} it {}] profile: summary of {} bytes", state.sample, iteration,
+                   inputs.profile_summary.size());
+    } else {
+      spdlog::warn("[sample {} it {}] profile: {}; analysing without a profile", state.sample,
+                   iteration, summary.error().message);
+    }
+  }
   auto answer = analysis->Analyse(inputs, base.candidate_id, state.stream, CallOptions());
   if (!answer) return std::unexpected(answer.error());
   if (!answer->recommendations) {

@@ -23,6 +23,7 @@
 #ifndef KFORGE_SYNTH_SYNTHESIZER_H_
 #define KFORGE_SYNTH_SYNTHESIZER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,11 @@ struct SynthesisSetup {
   std::optional<TranslationSource> translate_from;     // cross-platform translation
   SynthesisOptions options;
   ProgressCallback on_progress;  // optional
+  // A profile pass before each analysis: (file name, source) of the best correct candidate to
+  // the profile module's summary. Unset (no profiler for the target, or turned off): the
+  // analysis reads the verdict's timings only. A failed pass is logged, never fatal.
+  std::function<Result<std::string>(const std::string& file_name, const std::string& source)>
+      profile_summary;
 };
 
 struct SynthesisResult {

@@ -28,6 +28,7 @@ struct DemoManifest {
   std::string target;
   std::string model;
   int iterations = 1;
+  bool profile = true;
   fs::path conversation;
 };
 
@@ -50,6 +51,7 @@ Result<DemoManifest> LoadManifest(const fs::path& path) {
   m.model = *text("model");
   m.conversation = dir / *text("conversation");
   m.iterations = table["iterations"].value_or(1);
+  m.profile = table["profile"].value_or(true);
   return m;
 }
 
@@ -138,6 +140,7 @@ int RunDemo(const DemoArgs& args) {
                                 .model = manifest->model,
                                 .cassette = manifest->conversation.string(),
                                 .iterations = manifest->iterations,
+                                .profile = manifest->profile,
                                 .runs_dir = args.runs_dir},
                                &run_dir, &run_id);
   if (code != 0) {

@@ -468,6 +468,7 @@ int RunReplayed(const ReplayRunRequest& request, fs::path* run_dir, std::string*
   args.replay = request.cassette;
   args.replay_match = "numbers";
   args.iterations = request.iterations;
+  args.no_profile = !request.profile;
   args.runs_dir = request.runs_dir;
   return RunNew(args, run_dir, run_id);
 }

@@ -19,6 +19,7 @@ struct ReplayRunRequest {
   std::string model;
   std::string cassette;
   int iterations = 1;
+  bool profile = true;  // the profile pass before each analysis (as the recording had it, or not)
   std::string runs_dir = "kforge-runs";
 };
 // Runs it like `kforge run` (same progress and summary); returns the exit code, and the run's

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
 #include "run_command.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   kforge::AddEvalCommand(app);
   kforge::AddRunCommand(app);
   kforge::AddResumeCommand(app);
+  kforge::AddBenchCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
 #endif

@@ -62,6 +62,7 @@ struct BenchArgs {
   std::string time_limit;
   std::vector<std::string> sbatch_args;
   int poll_ms = 2000;
+  bool time = true;  // time every correct candidate (--no-time: correctness only)
 };
 
 nlohmann::json ToJson(const BenchArgs& a) {
@@ -88,7 +89,8 @@ nlohmann::json ToJson(const BenchArgs& a) {
           {"max_resubmits", a.max_resubmits},
           {"time_limit", a.time_limit},
           {"sbatch_args", a.sbatch_args},
-          {"poll_ms", a.poll_ms}};
+          {"poll_ms", a.poll_ms},
+          {"time", a.time}};
 }
 
 Result<BenchArgs> ParseBenchArgs(const std::string& text, const std::string& where) {
@@ -122,6 +124,7 @@ Result<BenchArgs> ParseBenchArgs(const std::string& text, const std::string& whe
     a.time_limit = j.value("time_limit", "");
     a.sbatch_args = j.value("sbatch_args", std::vector<std::string>{});
     a.poll_ms = j.value("poll_ms", 2000);
+    a.time = j.value("time", true);
     return a;
   } catch (const nlohmann::json::exception& e) {
     return ParseError(fmt::format("{}: {}", where, e.what()));
@@ -135,6 +138,7 @@ std::string CommandLine(const BenchArgs& a) {
   if (!a.replay.empty()) line += " --replay " + a.replay;
   if (!a.record.empty()) line += " --record " + a.record;
   if (a.jobs > 0) line += fmt::format(" --jobs {}", a.jobs);
+  if (!a.time) line += " --no-time";
   return line;
 }
 
@@ -205,7 +209,7 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
   fmt::print("devices: {} (one timing slot each)\n", fmt::join(names, ", "));
   CompileService compiler;
   EvalOptions eval_options;
-  eval_options.time = true;
+  eval_options.time = args.time;
   eval_options.prepare_next = true;
   exec::DeviceEvaluators evaluators(compiler, eval_options, *prepared.backend, slots);
 
@@ -541,6 +545,8 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--sbatch-arg", args->sbatch_args, "Slurm: extra sbatch argument (repeatable)");
   cmd->add_option("--poll-ms", args->poll_ms, "Slurm: how often the queue is read")
       ->default_val(2000);
+  cmd->add_flag("!--no-time", args->time,
+               "Correctness only: do not time correct candidates (no speedups; CI)");
   cmd->callback([args] {
     BenchArgs a = *args;
     if (!a.record.empty() && !a.replay.empty()) {

@@ -24,6 +24,9 @@ PACKAGES=(
   python3 python3-numpy python3-torch python3-pyopencl python3-pytest
   # HIP compiler (compile checks of amd/hip candidates; they run where ROCm has a GPU)
   hipcc
+  # kforge bench's Slurm executor: the one-node test cluster (tests/exec/slurm_cluster.sh), sqlite3
+  # for its verdict comparison
+  slurm-wlm munge sqlite3
 )
 
 if ! dpkg -s "${PACKAGES[@]}" >/dev/null 2>&1; then

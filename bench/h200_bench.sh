@@ -25,7 +25,7 @@ echo "== kforge bench ($model, $iterations iteration(s), replay $cassette) -> $o
 t0=$(date +%s.%N)
 set +e
 "$kforge" bench "$suite" --target "$target" --model "$model" --iterations "$iterations" \
-  --replay "$cassette" --out "$out" | tee "$out.bench.log" | grep -v '^\[' 
+  --replay "$cassette" --replay-match numbers --out "$out" | tee "$out.bench.log" | grep -v '^\[' 
 bench_rc=${PIPESTATUS[0]}
 set -e
 t1=$(date +%s.%N)

@@ -63,6 +63,9 @@ struct BenchArgs {
   std::vector<std::string> sbatch_args;
   int poll_ms = 2000;
   bool time = true;  // time every correct candidate (--no-time: correctness only)
+  std::string replay_match = "exact";
+  std::string record_note;
+  bool inbox_wait = false;
 };
 
 nlohmann::json ToJson(const BenchArgs& a) {
@@ -90,7 +93,10 @@ nlohmann::json ToJson(const BenchArgs& a) {
           {"time_limit", a.time_limit},
           {"sbatch_args", a.sbatch_args},
           {"poll_ms", a.poll_ms},
-          {"time", a.time}};
+          {"time", a.time},
+          {"replay_match", a.replay_match},
+          {"record_note", a.record_note},
+          {"inbox_wait", a.inbox_wait}};
 }
 
 Result<BenchArgs> ParseBenchArgs(const std::string& text, const std::string& where) {
@@ -125,6 +131,9 @@ Result<BenchArgs> ParseBenchArgs(const std::string& text, const std::string& whe
     a.sbatch_args = j.value("sbatch_args", std::vector<std::string>{});
     a.poll_ms = j.value("poll_ms", 2000);
     a.time = j.value("time", true);
+    a.replay_match = j.value("replay_match", "exact");
+    a.record_note = j.value("record_note", "");
+    a.inbox_wait = j.value("inbox_wait", false);
     return a;
   } catch (const nlohmann::json::exception& e) {
     return ParseError(fmt::format("{}: {}", where, e.what()));
@@ -139,6 +148,7 @@ std::string CommandLine(const BenchArgs& a) {
   if (!a.record.empty()) line += " --record " + a.record;
   if (a.jobs > 0) line += fmt::format(" --jobs {}", a.jobs);
   if (!a.time) line += " --no-time";
+  if (a.replay_match != "exact") line += " --replay-match " + a.replay_match;
   return line;
 }
 
@@ -198,7 +208,14 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
                                    exec::StopSignals& signals, bool show_progress) {
   auto budget = std::make_shared<llm::Budget>(Limits(args, budget_share));
   auto providers = MakeProviders(
-      ProviderArgs{args.model, args.analysis_model, args.models, args.record, args.replay},
+      ProviderArgs{.model = args.model,
+                   .analysis_model = args.analysis_model,
+                   .models = args.models,
+                   .record = args.record,
+                   .record_note = args.record_note,
+                   .replay = args.replay,
+                   .replay_match = args.replay_match,
+                   .inbox_wait = args.inbox_wait},
       resuming, budget);
   if (!providers) return std::unexpected(providers.error());
 
@@ -545,6 +562,15 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--sbatch-arg", args->sbatch_args, "Slurm: extra sbatch argument (repeatable)");
   cmd->add_option("--poll-ms", args->poll_ms, "Slurm: how often the queue is read")
       ->default_val(2000);
+  cmd->add_option("--replay-match", args->replay_match,
+                  "exact: a replayed prompt must equal the recorded one; numbers: numbers in the "
+                  "prompts may differ (measured timings and errors differ between machines)")
+      ->default_val("exact")
+      ->check(CLI::IsMember({"exact", "numbers"}));
+  cmd->add_option("--record-note", args->record_note,
+                  "Who answered the recorded calls, and how (kept in the cassette's header)");
+  cmd->add_flag("--inbox-wait", args->inbox_wait,
+                "With an inbox model: wait for each answer file instead of stopping");
   cmd->add_flag("!--no-time", args->time,
                "Correctness only: do not time correct candidates (no speedups; CI)");
   cmd->callback([args] {

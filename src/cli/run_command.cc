@@ -59,7 +59,10 @@ struct RunArgs {
   std::vector<std::string> models;
   std::string runs_dir = "kforge-runs";
   std::string record;
+  std::string record_note;
   std::string replay;
+  std::string replay_match = "exact";  // exact | numbers (llm::ReplayMatch)
+  bool inbox_wait = false;
 };
 
 std::string ToJson(const RunArgs& a) {
@@ -78,7 +81,10 @@ std::string ToJson(const RunArgs& a) {
                         {"models", a.models},
                         {"runs_dir", a.runs_dir},
                         {"record", a.record},
-                        {"replay", a.replay}}
+                        {"record_note", a.record_note},
+                        {"replay", a.replay},
+                        {"replay_match", a.replay_match},
+                        {"inbox_wait", a.inbox_wait}}
       .dump();
 }
 
@@ -105,7 +111,10 @@ Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& wh
     a.models = j.value("models", std::vector<std::string>{});
     a.runs_dir = j.value("runs_dir", "kforge-runs");
     a.record = j.value("record", "");
+    a.record_note = j.value("record_note", "");
     a.replay = j.value("replay", "");
+    a.replay_match = j.value("replay_match", "exact");
+    a.inbox_wait = j.value("inbox_wait", false);
     return a;
   } catch (const nlohmann::json::exception& e) {
     return ParseError(fmt::format("{}: stored configuration: {}", where, e.what()));
@@ -204,8 +213,15 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   if (args.max_cost > 0) limits.max_usd = args.max_cost;
   auto budget = std::make_shared<llm::Budget>(limits);
   auto providers = MakeProviders(
-      ProviderArgs{args.model, args.analysis_model, args.models, args.record, args.replay}, resuming,
-      budget);
+      ProviderArgs{.model = args.model,
+                   .analysis_model = args.analysis_model,
+                   .models = args.models,
+                   .record = args.record,
+                   .record_note = args.record_note,
+                   .replay = args.replay,
+                   .replay_match = args.replay_match,
+                   .inbox_wait = args.inbox_wait},
+      resuming, budget);
   if (!providers) return fail(providers.error(), kExitUsage);
 
   auto store = store::RunStore::Open(run_dir);
@@ -299,6 +315,8 @@ std::string CommandLine(const RunArgs& a) {
   if (a.max_time_s > 0) line += fmt::format(" --max-time {}", a.max_time_s);
   if (!a.record.empty()) line += fmt::format(" --record {}", a.record);
   if (!a.replay.empty()) line += fmt::format(" --replay {}", a.replay);
+  if (a.replay_match != "exact") line += fmt::format(" --replay-match {}", a.replay_match);
+  if (a.inbox_wait) line += " --inbox-wait";
   return line;
 }
 
@@ -411,6 +429,15 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--replay", args->replay,
                   "Answer every LLM call from this cassette instead of calling a model")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--replay-match", args->replay_match,
+                  "exact: a replayed prompt must equal the recorded one; numbers: numbers in the "
+                  "prompts may differ (measured timings and errors differ between machines)")
+      ->default_val("exact")
+      ->check(CLI::IsMember({"exact", "numbers"}));
+  cmd->add_option("--record-note", args->record_note,
+                  "Who answered the recorded calls, and how (kept in the cassette's header)");
+  cmd->add_flag("--inbox-wait", args->inbox_wait,
+                "With an inbox model: wait for each answer file instead of stopping");
   cmd->callback([args] {
     int code = RunNew(*args);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -39,7 +39,9 @@ Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
   const std::string analysis_id = args.analysis_model.empty() ? args.model : args.analysis_model;
   Providers out;
   if (!args.replay.empty()) {
-    auto cassette = llm::Cassette::Load(args.replay);
+    auto cassette = llm::Cassette::Load(args.replay, args.replay_match == "numbers"
+                                                         ? llm::ReplayMatch::kNumbersMayDiffer
+                                                         : llm::ReplayMatch::kExact);
     if (!cassette) return std::unexpected(cassette.error());
     out.generation = llm::NewBudgetedProvider(
         std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);
@@ -56,11 +58,12 @@ Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
   if (!registry) return std::unexpected(registry.error());
   llm::ProviderFactoryOptions options;
   options.budget = budget;
+  options.inbox_wait = args.inbox_wait;
   std::shared_ptr<llm::CassetteWriter> writer;
   if (!args.record.empty()) {
     // A resumed run records its new calls beside the first recording instead of truncating it.
     const std::string path = resuming ? args.record + ".resumed.jsonl" : args.record;
-    auto created = llm::CassetteWriter::Create(path);
+    auto created = llm::CassetteWriter::Create(path, args.record_note);
     if (!created) return std::unexpected(created.error());
     writer = *created;
     fmt::print("recording LLM calls to {}\n", path);

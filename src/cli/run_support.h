@@ -23,7 +23,10 @@ struct ProviderArgs {
   std::string analysis_model;  // empty: the generation model
   std::vector<std::string> models;  // extra registry files
   std::string record;               // cassette to record into; empty: none
+  std::string record_note;          // who answered the recorded calls (the cassette's header)
   std::string replay;               // cassette to replay; empty: the registry's models
+  std::string replay_match = "exact";  // exact | numbers (llm::ReplayMatch)
+  bool inbox_wait = false;             // inbox models wait for each answer file
 };
 
 struct Providers {

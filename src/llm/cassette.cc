@@ -3,6 +3,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "base64.h"
 #include "kforge/core/hash.h"
+#include "kforge/core/log.h"
 #include "kforge/llm/fingerprint.h"
 #include "kforge/llm/redact.h"
 
@@ -22,7 +24,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string UtcNow() { return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr))); }
+std::string UtcNow() {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
+}
 
 bool IsValidUtf8(std::string_view s) {
   try {
@@ -52,7 +56,12 @@ std::optional<std::string> GetBytes(const json& object, const char* key) {
 }
 
 std::string AnsweredBy(const ProviderInfo& info, const Response& response) {
-  if (info.provider == "inbox") return fmt::format("a person, through the inbox {}", info.endpoint);
+  if (info.provider == "inbox") {
+    return fmt::format(
+        "whoever answered the inbox {} (a person, or an agent acting as the model; "
+        "the cassette header's note says who)",
+        info.endpoint);
+  }
   return fmt::format("{} model {} at {}", info.provider,
                      response.model.empty() ? info.model : response.model, info.endpoint);
 }
@@ -89,8 +98,7 @@ class FileCassetteWriter : public CassetteWriter {
     std::lock_guard lock(mu_);
     entry["index"] = next_index_;
     const std::string line = entry.dump() + "\n";
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
-        std::fflush(file_) != 0) {
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
       return IoError(fmt::format("cannot append to cassette {}", path_));
     }
     ++next_index_;
@@ -124,10 +132,49 @@ class RecordingProvider : public Provider {
   const ProviderInfo info_;
 };
 
+// The request with every number replaced by '#': two requests that differ only in measured
+// figures (timings, errors, token counts in a prompt) have the same shape.
+std::string MaskNumbers(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (std::isdigit(static_cast<unsigned char>(text[i])) == 0) {
+      out.push_back(text[i++]);
+      continue;
+    }
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) != 0 ||
+                               text[i] == '.' || text[i] == 'e' || text[i] == 'E' ||
+                               ((text[i] == '+' || text[i] == '-') && i > 0 &&
+                                (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
+      ++i;
+    }
+    out.push_back('#');
+  }
+  return out;
+}
+
+// Masks the numbers in the text of a canonical request's messages (not in its options, such as
+// the temperature, which must still match exactly).
+void MaskMessageNumbers(json& node) {
+  if (node.is_string()) {
+    node = MaskNumbers(node.get<std::string>());
+  } else if (node.is_structured()) {
+    for (auto& child : node) MaskMessageNumbers(child);
+  }
+}
+
+std::string ShapeFingerprint(const std::string& canonical_request) {
+  json request = json::parse(canonical_request, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded()) return ContentHash(canonical_request);
+  if (request.contains("messages")) MaskMessageNumbers(request["messages"]);
+  return ContentHash(request.dump());
+}
+
 struct Entry {
   int index = 0;
   int line = 0;
   std::string fingerprint;
+  std::string shape_fingerprint;  // ShapeFingerprint(canonical_request)
   std::string model_id;
   std::string canonical_request;
   Response response;
@@ -136,8 +183,8 @@ struct Entry {
 
 class LoadedCassette : public Cassette {
  public:
-  LoadedCassette(std::string path, std::vector<Entry> entries)
-      : path_(std::move(path)), entries_(std::move(entries)) {}
+  LoadedCassette(std::string path, std::vector<Entry> entries, ReplayMatch match)
+      : path_(std::move(path)), match_(match), entries_(std::move(entries)) {}
 
   Result<Response> Serve(const std::string& model_id, const Request& request) override {
     const std::string canonical = CanonicalRequestJson(request, model_id);
@@ -156,6 +203,23 @@ class LoadedCassette : public Cassette {
         return entry.response;
       }
     }
+    // No exact match: when allowed, the first unserved entry with the same shape, i.e. the same
+    // request but for numbers in its messages (a replay on another machine measures differently).
+    const std::string shape_fingerprint =
+        match_ == ReplayMatch::kNumbersMayDiffer ? ShapeFingerprint(canonical) : std::string();
+    for (auto& entry : entries_) {
+      if (match_ != ReplayMatch::kNumbersMayDiffer) break;
+      if (entry.model_id != model_id || entry.served) continue;
+      if (entry.shape_fingerprint == shape_fingerprint) {
+        entry.served = true;
+        ++served_by_shape_;
+        spdlog::info(
+            "replayed request {} to model '{}' from cassette entry #{} by its shape: only "
+            "numbers differ from the recording",
+            call, model_id, entry.index);
+        return entry.response;
+      }
+    }
     if (first_unserved == nullptr) {
       return NotFound(fmt::format(
           "replay diverged at request {} to model '{}': the cassette {} recorded only {} "
@@ -169,6 +233,11 @@ class LoadedCassette : public Cassette {
         DescribeCanonicalDifference(first_unserved->canonical_request, canonical)));
   }
 
+  int ServedByShape() const override {
+    std::lock_guard lock(mu_);
+    return served_by_shape_;
+  }
+
   int Unserved() const override {
     std::lock_guard lock(mu_);
     int n = 0;
@@ -178,9 +247,11 @@ class LoadedCassette : public Cassette {
 
  private:
   const std::string path_;
+  const ReplayMatch match_;
   mutable std::mutex mu_;
-  std::vector<Entry> entries_;    // served flags guarded by mu_
+  std::vector<Entry> entries_;        // served flags guarded by mu_
   std::map<std::string, int> calls_;  // guarded by mu_: calls so far per model id
+  int served_by_shape_ = 0;           // guarded by mu_
 };
 
 class ReplayProvider : public Provider {
@@ -209,6 +280,7 @@ Result<Entry> ParseEntry(const json& j, const std::string& where) {
     entry.fingerprint = j.at("fingerprint").get<std::string>();
     entry.model_id = j.at("model_id").get<std::string>();
     entry.canonical_request = j.at("request").dump();
+    entry.shape_fingerprint = ShapeFingerprint(entry.canonical_request);
     const json& r = j.at("response");
     auto text = GetBytes(r, "text");
     auto raw = GetBytes(r, "raw_body");
@@ -236,11 +308,13 @@ Result<Entry> ParseEntry(const json& j, const std::string& where) {
 
 }  // namespace
 
-Result<std::shared_ptr<CassetteWriter>> CassetteWriter::Create(const std::filesystem::path& path) {
+Result<std::shared_ptr<CassetteWriter>> CassetteWriter::Create(const std::filesystem::path& path,
+                                                               const std::string& note) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) return IoError(fmt::format("cannot create cassette {}", path.string()));
-  const std::string header =
-      json{{"kforge_cassette", kCassetteVersion}, {"created_at", UtcNow()}}.dump() + "\n";
+  json header_json{{"kforge_cassette", kCassetteVersion}, {"created_at", UtcNow()}};
+  if (!note.empty()) header_json["note"] = note;
+  const std::string header = header_json.dump() + "\n";
   if (std::fwrite(header.data(), 1, header.size(), file) != header.size() ||
       std::fflush(file) != 0) {
     std::fclose(file);
@@ -254,7 +328,8 @@ std::unique_ptr<Provider> NewRecordingProvider(std::shared_ptr<Provider> inner,
   return std::make_unique<RecordingProvider>(std::move(inner), std::move(writer));
 }
 
-Result<std::shared_ptr<Cassette>> Cassette::Load(const std::filesystem::path& path) {
+Result<std::shared_ptr<Cassette>> Cassette::Load(const std::filesystem::path& path,
+                                                 ReplayMatch match) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(fmt::format("cannot open cassette {}", path.string()));
   std::vector<Entry> entries;
@@ -270,13 +345,14 @@ Result<std::shared_ptr<Cassette>> Cassette::Load(const std::filesystem::path& pa
     if (!header_seen) {
       const auto version = j.find("kforge_cassette");
       if (version == j.end() || !version->is_number_integer()) {
-        return ParseError(
-            fmt::format("{}: not a KForge cassette (the first line has no kforge_cassette)", where));
+        return ParseError(fmt::format(
+            "{}: not a KForge cassette (the first line has no kforge_cassette)", where));
       }
       if (version->get<int>() != kCassetteVersion) {
-        return ParseError(fmt::format("{}: cassette version {} is not supported (this KForge "
-                                      "reads version {})",
-                                      where, version->get<int>(), kCassetteVersion));
+        return ParseError(
+            fmt::format("{}: cassette version {} is not supported (this KForge "
+                        "reads version {})",
+                        where, version->get<int>(), kCassetteVersion));
       }
       header_seen = true;
       continue;
@@ -287,7 +363,7 @@ Result<std::shared_ptr<Cassette>> Cassette::Load(const std::filesystem::path& pa
     entries.push_back(std::move(*entry));
   }
   if (!header_seen) return ParseError(fmt::format("{}: empty cassette", path.string()));
-  return std::make_shared<LoadedCassette>(path.string(), std::move(entries));
+  return std::make_shared<LoadedCassette>(path.string(), std::move(entries), match);
 }
 
 std::unique_ptr<Provider> NewReplayProvider(std::shared_ptr<Cassette> cassette,

@@ -79,6 +79,7 @@ struct SampleState {
   std::optional<EvaluatedCandidate> best_correct;  // this sample's best correct candidate
   int functional_attempts = 0;
   int optimization_attempts = 0;
+  int repair_attempts = 0;  // repairs of the current failed optimization candidate
   std::string stop_reason;
   bool call_failed = false;  // the sample stopped on a failed LLM call
 };
@@ -343,6 +344,7 @@ void Synthesizer::Impl::StepSelect(SampleState& state, const EvaluatedCandidate&
   state.last_candidate_id = evaluated.candidate_id;
   if (evaluated.correct()) {
     state.feedback.reset();
+    state.repair_attempts = 0;
     if (!state.best_correct || IsBetter(evaluated, *state.best_correct)) {
       state.best_correct = evaluated;
     }
@@ -391,9 +393,19 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
       state.stop_reason = *stop;
       break;
     }
-    const GenerationPass pass =
-        state.best_correct ? GenerationPass::kOptimization : GenerationPass::kFunctional;
-    if (pass == GenerationPass::kFunctional && state.functional_attempts >= max_functional) {
+    // A failed optimization candidate is repaired by functional passes (bounded) before the
+    // next optimization pass starts again from the best correct candidate.
+    const bool repairing = state.best_correct && state.feedback &&
+                           state.repair_attempts < opts.max_repair_attempts;
+    if (state.best_correct && !repairing) {
+      state.feedback.reset();
+      state.repair_attempts = 0;
+    }
+    const GenerationPass pass = state.best_correct && !repairing ? GenerationPass::kOptimization
+                                                                 : GenerationPass::kFunctional;
+    if (repairing) ++state.repair_attempts;
+    if (pass == GenerationPass::kFunctional && !state.best_correct &&
+        state.functional_attempts >= max_functional) {
       state.stop_reason =
           fmt::format("no correct candidate after {} functional attempts", max_functional);
       break;

@@ -247,5 +247,48 @@ TEST(FingerprintTest, IsStableAndSensitiveToEveryField) {
             R"("role":"user"}],"model_id":"m","temperature":0.0})");
 }
 
+TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
+  TempDir dir;
+  const auto path = dir.path() / "c.jsonl";
+  auto inner = std::make_shared<ScriptedProvider>(
+      [](const Request& r, const CallOptions&) -> Result<Response> {
+        Response response;
+        response.text = "re: " + r.messages.back().Text();
+        response.raw_body = response.text;
+        return response;
+      },
+      "gen");
+  {
+    auto writer = CassetteWriter::Create(path);
+    ASSERT_TRUE(writer.has_value());
+    auto recorder = NewRecordingProvider(inner, *writer);
+    for (const char* p : {"write it", "it took 1.25e-3 s, 3x faster", "it took 7 ms"}) {
+      ASSERT_TRUE(recorder->Complete(Conversation(p), {}).has_value());
+    }
+  }
+  // By default numbers must match.
+  auto exact = Cassette::Load(path);
+  ASSERT_TRUE(exact.has_value());
+  auto strict = NewReplayProvider(*exact, "gen");
+  ASSERT_TRUE(strict->Complete(Conversation("write it"), {}).has_value());
+  EXPECT_FALSE(strict->Complete(Conversation("it took 2.5e-3 s, 2x faster"), {}).has_value());
+
+  auto loaded = Cassette::Load(path, ReplayMatch::kNumbersMayDiffer);
+  ASSERT_TRUE(loaded.has_value());
+  auto replay = NewReplayProvider(*loaded, "gen");
+  ASSERT_TRUE(replay->Complete(Conversation("write it"), {}).has_value());
+  auto measured = replay->Complete(Conversation("it took 2.5e-3 s, 2x faster"), {});
+  ASSERT_TRUE(measured.has_value()) << measured.error().message;
+  EXPECT_EQ(measured->text, "re: it took 1.25e-3 s, 3x faster");  // the recorded answer
+  EXPECT_EQ((*loaded)->ServedByShape(), 1);
+  // Words still matter, and so do options.
+  EXPECT_FALSE(replay->Complete(Conversation("it took 7 hours"), {}).has_value());
+  Request hotter = Conversation("it took 9 ms");
+  hotter.temperature = 0.7;
+  EXPECT_FALSE(replay->Complete(hotter, {}).has_value());
+  ASSERT_TRUE(replay->Complete(Conversation("it took 9 ms"), {}).has_value());
+  EXPECT_EQ((*loaded)->Unserved(), 0);
+}
+
 }  // namespace
 }  // namespace kforge::llm

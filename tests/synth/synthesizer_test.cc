@@ -227,6 +227,55 @@ TEST_F(SynthesizerTest, BestIsKeptWhenAnOptimizationPassIsWorse) {
   EXPECT_EQ((*calls)[1].model_id, "analyst");
 }
 
+TEST_F(SynthesizerTest, AFailedOptimizationIsRepairedBeforeTheNextOptimization) {
+  // correct -> optimization (mismatch) -> repair (functional, gets the failure) -> optimization.
+  auto generation = std::make_shared<ListProvider>(std::vector<std::string>{
+      CppAnswer(Honest()), CppAnswer(Wrong()), CppAnswer(Honest() + "\n// repaired\n"),
+      CppAnswer(Honest() + "\n// again\n")});
+  auto analysis =
+      std::make_shared<ListProvider>(std::vector<std::string>{kAdvice, kAdvice}, "analyst");
+  SynthesisSetup setup = harness_->Setup(generation);
+  setup.analysis_provider = analysis;
+  setup.options.iterations = 4;
+  Synthesizer synth(std::move(setup));
+  auto result = synth.Run();
+  ASSERT_TRUE(result) << result.error().message;
+
+  EXPECT_EQ(generation->calls(), 4);
+  EXPECT_EQ(analysis->calls(), 2);  // no analysis before the repair
+  // The repair prompt shows the failed optimized source and why it failed.
+  const std::string& repair = generation->prompts()[2];
+  EXPECT_NE(repair.find("x[i] : -x[i]"), std::string::npos);
+  EXPECT_NE(repair.find("mismatch"), std::string::npos);
+  auto candidates = harness_->store().ListCandidates("run-1");
+  ASSERT_EQ(candidates->size(), 4u);
+  EXPECT_EQ((*candidates)[1].pass_kind, store::PassKind::kOptimization);
+  EXPECT_EQ((*candidates)[2].pass_kind, store::PassKind::kFunctional);
+  EXPECT_EQ((*candidates)[3].pass_kind, store::PassKind::kOptimization);
+}
+
+TEST_F(SynthesizerTest, RepairsAreBounded) {
+  // correct, then an optimization and two repairs that all fail, then optimization again.
+  auto generation = std::make_shared<ListProvider>(std::vector<std::string>{
+      CppAnswer(Honest()), CppAnswer(Wrong()), CppAnswer(CompileError()), CppAnswer(Wrong()),
+      CppAnswer(Honest())});
+  auto analysis =
+      std::make_shared<ListProvider>(std::vector<std::string>{kAdvice, kAdvice}, "analyst");
+  SynthesisSetup setup = harness_->Setup(generation);
+  setup.analysis_provider = analysis;
+  setup.options.iterations = 5;
+  setup.options.max_repair_attempts = 2;
+  Synthesizer synth(std::move(setup));
+  auto result = synth.Run();
+  ASSERT_TRUE(result) << result.error().message;
+  auto candidates = harness_->store().ListCandidates("run-1");
+  ASSERT_EQ(candidates->size(), 5u);
+  EXPECT_EQ((*candidates)[2].pass_kind, store::PassKind::kFunctional);
+  EXPECT_EQ((*candidates)[3].pass_kind, store::PassKind::kFunctional);
+  EXPECT_EQ((*candidates)[4].pass_kind, store::PassKind::kOptimization);
+  EXPECT_EQ(analysis->calls(), 2);
+}
+
 TEST_F(SynthesizerTest, TokenBudgetStopsNewCalls) {
   auto provider = std::make_shared<ListProvider>(std::vector<std::string>(10, kMalformed));
   auto budget = std::make_shared<llm::Budget>(llm::BudgetLimits{.max_tokens = 2500, .max_usd = {}});

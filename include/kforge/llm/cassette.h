@@ -21,8 +21,10 @@ inline constexpr int kCassetteVersion = 1;
 // Appends entries to a cassette file. Thread-safe; each entry is one write of one line, flushed.
 class CassetteWriter {
  public:
-  // Creates (truncates) `path` and writes the header line.
-  static Result<std::shared_ptr<CassetteWriter>> Create(const std::filesystem::path& path);
+  // Creates (truncates) `path` and writes the header line, with `note` (who answered, how, when)
+  // when it is not empty.
+  static Result<std::shared_ptr<CassetteWriter>> Create(const std::filesystem::path& path,
+                                                        const std::string& note = "");
   virtual ~CassetteWriter() = default;
   virtual Status Append(const ProviderInfo& info, const Request& request,
                         const Response& response) = 0;
@@ -33,16 +35,29 @@ class CassetteWriter {
 std::unique_ptr<Provider> NewRecordingProvider(std::shared_ptr<Provider> inner,
                                                std::shared_ptr<CassetteWriter> writer);
 
+// How a replayed request must match a recorded one.
+enum class ReplayMatch {
+  kExact,             // byte-identical canonical request (the default)
+  kNumbersMayDiffer,  // after an exact-match attempt, numbers inside the messages may differ
+};
+
 // A loaded cassette, shared by the replay providers of one run. Thread-safe.
 class Cassette {
  public:
   // Errors name the file and line: unreadable file, bad JSON, missing field, unknown version.
-  static Result<std::shared_ptr<Cassette>> Load(const std::filesystem::path& path);
+  static Result<std::shared_ptr<Cassette>> Load(const std::filesystem::path& path,
+                                                ReplayMatch match = ReplayMatch::kExact);
   virtual ~Cassette() = default;
   // The recorded answer to `request` for `model_id`. Identical requests are served in recorded
-  // order. When nothing matches: kNotFound "replay diverged at request N ..." naming the first
+  // order. With kNumbersMayDiffer and no exact match, the first unserved request of that model
+  // that differs only in numbers inside its messages is served: prompts carry measured timings
+  // and errors, which differ on every machine, while the conversation does not. Options
+  // (temperature, max tokens, ...) always match exactly. When nothing matches:
+  // kNotFound "replay diverged at request N ..." naming the first
   // unserved recorded request of that model and the first field that differs.
   virtual Result<Response> Serve(const std::string& model_id, const Request& request) = 0;
+  // Number of requests served by shape (numbers differed from the recording).
+  virtual int ServedByShape() const = 0;
   // Number of recorded entries not served yet.
   virtual int Unserved() const = 0;
 };

@@ -17,6 +17,10 @@ struct SynthesisOptions {
   // Functional passes per sample before it gives up without a correct candidate; 0 = as many as
   // `iterations` allows.
   int max_functional_attempts = 0;
+  // After an optimization candidate fails (compile error, mismatch, ...), functional passes that
+  // repair it (its source and diagnostics as feedback) before optimization starts again from the
+  // best correct candidate; 0 = none (the next optimization pass starts from the best at once).
+  int max_repair_attempts = 2;
   // Threads running samples at once; 0 = one per sample.
   int parallel_samples = 0;
   // Wall-clock budget of the whole loop; unset = none. No step starts after it; a step in flight

@@ -6,7 +6,8 @@
 // Functional passes repeat until a candidate is correct (at most max_functional_attempts); then
 // optimization passes start from the sample's best correct candidate with the analysis agent's
 // recommendations. A malformed answer, a compile error or a mismatch becomes the next functional
-// prompt's feedback. Samples run concurrently; the best candidate over all samples is kept by
+// prompt's feedback; a failed optimization candidate gets up to max_repair_attempts functional
+// passes that repair it before optimization resumes from the best correct candidate. Samples run concurrently; the best candidate over all samples is kept by
 // IsBetter() and never replaced by a worse one.
 //
 // Everything goes to the run store: the task, candidates (parent, sample, iteration, pass kind,

@@ -97,7 +97,10 @@ std::optional<ElementEnd> SlurmExecutor::ReadMarker(int index) const {
 Result<std::string> SlurmExecutor::Submit(const std::vector<int>& indices) {
   KFORGE_RETURN_IF_ERROR(MakeDirs(options_.work_dir / "logs"));
   std::string script = "#!/bin/sh\n# Written by kforge bench: one element of the job array.\nexec";
-  for (const auto& a : options_.element_argv) script += " " + ShellQuote(a);
+  for (const auto& a : options_.element_argv) {
+    script.push_back(' ');
+    script.append(ShellQuote(a));
+  }
   script += " \"$SLURM_ARRAY_TASK_ID\"\n";
   const fs::path script_path = options_.work_dir / "element.sh";
   KFORGE_RETURN_IF_ERROR(WriteFile(script_path, script));

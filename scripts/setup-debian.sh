@@ -26,6 +26,9 @@ PACKAGES=(
   hipcc
   # reports: verdict reading, Chart.js inlined into the HTML, headless Chromium for its test
   libsimdjson-dev libjs-chart.js chromium
+  # kforge bench's Slurm executor: the one-node test cluster (tests/exec/slurm_cluster.sh), sqlite3
+  # for its verdict comparison
+  slurm-wlm munge sqlite3
 )
 
 if ! dpkg -s "${PACKAGES[@]}" >/dev/null 2>&1; then

@@ -4,6 +4,7 @@
 
 #include "calibrate_command.h"
 #include "demo_command.h"
+#include "bench_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
 #include "profile_command.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   kforge::AddResumeCommand(app);
   kforge::AddDemoCommand(app);
   kforge::AddProfileCommand(app);
+  kforge::AddBenchCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
 #endif

@@ -1,5 +1,8 @@
 #include "run_command.h"
 
+#include "bench_command.h"
+#include "run_support.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -122,23 +125,6 @@ Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& wh
   }
 }
 
-std::string NewRunId() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  std::random_device rd;
-  return fmt::format("run-{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
-}
-
-// An existing file named on the command line, made absolute so that a resume from elsewhere
-// finds it; anything else unchanged.
-std::string Absolute(const std::string& path) {
-  std::error_code ec;
-  if (path.empty() || !fs::exists(path, ec)) return path;
-  return fs::absolute(path, ec).lexically_normal().string();
-}
-
 // TASK is SUITE.toml#ID (a task of a suite, with its overrides) or any LoadTask() form.
 Result<Task> LoadRunTask(const std::string& spec) {
   const auto hash = spec.rfind('#');
@@ -179,68 +165,6 @@ std::string EvalCommandFor(const Task& task, const std::string& task_spec, const
       command += fmt::format(" --set {}={}", o.name, o.value_json);
   }
   return command;
-}
-
-struct Providers {
-  std::shared_ptr<llm::Provider> generation;
-  std::shared_ptr<llm::Provider> analysis;
-};
-
-// The providers of the run: replayed from a cassette, or built from the model registry (and
-// recorded into a cassette with --record); every one charges the run's budget.
-Result<Providers> MakeProviders(const RunArgs& args, bool resuming,
-                                const std::shared_ptr<llm::Budget>& budget) {
-  const std::string analysis_id = args.analysis_model.empty() ? args.model : args.analysis_model;
-  Providers out;
-  if (!args.replay.empty()) {
-    auto cassette = llm::Cassette::Load(args.replay, args.replay_match == "numbers"
-                                                         ? llm::ReplayMatch::kNumbersMayDiffer
-                                                         : llm::ReplayMatch::kExact);
-    if (!cassette) return std::unexpected(cassette.error());
-    out.generation = llm::NewBudgetedProvider(
-        std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);
-    out.analysis =
-        analysis_id == args.model
-            ? out.generation
-            : std::shared_ptr<llm::Provider>(llm::NewBudgetedProvider(
-                  std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, analysis_id)),
-                  budget));
-    return out;
-  }
-  std::vector<fs::path> extra(args.models.begin(), args.models.end());
-  auto registry = llm::ModelRegistry::Load(llm::DefaultRegistryPaths(extra));
-  if (!registry) return std::unexpected(registry.error());
-  llm::ProviderFactoryOptions options;
-  options.budget = budget;
-  options.inbox_wait = args.inbox_wait;
-  std::shared_ptr<llm::CassetteWriter> writer;
-  if (!args.record.empty()) {
-    // A resumed run records its new calls beside the first recording instead of truncating it.
-    const std::string path = resuming ? args.record + ".resumed.jsonl" : args.record;
-    auto created = llm::CassetteWriter::Create(path, args.record_note);
-    if (!created) return std::unexpected(created.error());
-    writer = *created;
-    fmt::print("recording LLM calls to {}\n", path);
-  }
-  auto make = [&](const std::string& id) -> Result<std::shared_ptr<llm::Provider>> {
-    auto entry = registry->Find(id);
-    if (!entry) return std::unexpected(entry.error());
-    auto provider = llm::NewProviderForModel(*entry, options);
-    if (!provider) return std::unexpected(provider.error());
-    if (!writer) return *provider;
-    return std::shared_ptr<llm::Provider>(llm::NewRecordingProvider(*provider, writer));
-  };
-  auto generation = make(args.model);
-  if (!generation) return std::unexpected(generation.error());
-  out.generation = *generation;
-  if (analysis_id == args.model) {
-    out.analysis = out.generation;
-  } else {
-    auto analysis = make(analysis_id);
-    if (!analysis) return std::unexpected(analysis.error());
-    out.analysis = *analysis;
-  }
-  return out;
 }
 
 void PrintProgress(const synth::ProgressEvent& e) {
@@ -292,7 +216,16 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   if (args.max_tokens > 0) limits.max_tokens = args.max_tokens;
   if (args.max_cost > 0) limits.max_usd = args.max_cost;
   auto budget = std::make_shared<llm::Budget>(limits);
-  auto providers = MakeProviders(args, resuming, budget);
+  auto providers = MakeProviders(
+      ProviderArgs{.model = args.model,
+                   .analysis_model = args.analysis_model,
+                   .models = args.models,
+                   .record = args.record,
+                   .record_note = args.record_note,
+                   .replay = args.replay,
+                   .replay_match = args.replay_match,
+                   .inbox_wait = args.inbox_wait},
+      resuming, budget);
   if (!providers) return fail(providers.error(), kExitUsage);
 
   auto store = store::RunStore::Open(run_dir);
@@ -440,6 +373,12 @@ int Resume(const std::string& run_dir_arg, const ResumeOverrides& overrides) {
     }
     for (const auto& r : *runs) {
       if (r.kind == store::RunKind::kRun) run = r;
+      if (r.kind == store::RunKind::kBench) {
+        store->reset();
+        return ResumeBench(run_dir, r, BenchResumeOverrides{overrides.max_tokens,
+                                                            overrides.max_cost,
+                                                            overrides.max_time_s});
+      }
     }
   }
   if (!run) {
@@ -537,7 +476,7 @@ void AddResumeCommand(CLI::App& app) {
   auto overrides = std::make_shared<ResumeOverrides>();
   auto* cmd = app.add_subcommand(
       "resume",
-      "Continue a `kforge run` that was stopped (killed, interrupted, out of budget) with its "
+      "Continue a `kforge run` or `kforge bench` that was stopped (killed, interrupted, out of budget) with its "
       "stored configuration: finished LLM calls are answered from the run's store and finished "
       "evaluations are reused, so nothing is paid for or run twice.");
   cmd->add_option("run_dir", *run_dir, "The run directory, e.g. kforge-runs/run-20250101-...")

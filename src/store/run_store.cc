@@ -537,6 +537,17 @@ Result<std::vector<EvaluationRow>> RunStore::ListEvaluationRows(const std::strin
       run_id);
 }
 
+Result<std::vector<EvaluationRow>> RunStore::ListEvaluationRowsOfTask(const std::string& task_id) {
+  return impl_->QueryAll(
+      &ReadEvaluationRow,
+      fmt::format("SELECT {}, {}, t.name FROM candidates c "
+                  "JOIN evaluations e ON e.candidate_id = c.id "
+                  "JOIN tasks t ON t.id = c.task_id "
+                  "WHERE c.task_id = ? ORDER BY e.created_at, e.id",
+                  Qualified(kEvaluationColumns, "e"), Qualified(kCandidateColumns, "c")),
+      task_id);
+}
+
 Result<std::vector<LlmCallRecord>> RunStore::ListLlmCalls(const std::string& run_id) {
   return impl_->QueryAll(&ReadLlmCall,
                          fmt::format("SELECT {} FROM llm_calls WHERE run_id = ? "

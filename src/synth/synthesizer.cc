@@ -25,6 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+constexpr std::string_view kStoppedReason = "stopped on request (resumable)";
+
 // The fields of a stored verdict the loop uses again (feedback and selection); the JSON is parsed
 // here, at the edge, and nowhere else in the loop.
 Verdict VerdictFromStored(const store::EvaluationRecord& record) {
@@ -123,7 +125,8 @@ struct Synthesizer::Impl {
 };
 
 Status Synthesizer::Impl::CheckSetup() const {
-  if (setup.store == nullptr || setup.backend == nullptr || setup.evaluator == nullptr ||
+  if (setup.store == nullptr || setup.backend == nullptr ||
+      (setup.evaluator == nullptr && !setup.evaluate) ||
       !setup.generation_provider || setup.run_id.empty()) {
     return Internal(
         "Synthesizer: store, run id, backend, evaluator and generation provider are required");
@@ -168,6 +171,7 @@ Status Synthesizer::Impl::StepRegisterTask() {
 
 // Step: may another step start? The reason it may not, else nullopt.
 std::optional<std::string> Synthesizer::Impl::StepCheckBudgets() const {
+  if (setup.stop.stop_requested()) return std::string(kStoppedReason);
   if (deadline && Clock::now() >= *deadline) {
     return fmt::format("wall-time budget of {} s reached", setup.options.max_wall_time->count());
   }
@@ -180,6 +184,7 @@ std::optional<std::string> Synthesizer::Impl::StepCheckBudgets() const {
 llm::CallOptions Synthesizer::Impl::CallOptions() const {
   llm::CallOptions options;
   options.deadline = deadline;
+  options.cancel = setup.cancel_calls;
   return options;
 }
 
@@ -296,7 +301,7 @@ Result<EvaluatedCandidate> Synthesizer::Impl::StepEvaluate(const store::Candidat
 
   {
     std::lock_guard lock(store_mu);
-    auto rows = setup.store->ListEvaluationRows(setup.run_id);
+    auto rows = setup.store->ListEvaluationRowsOfTask(task_id);
     if (!rows) return std::unexpected(rows.error());
     const store::EvaluationRecord* same_source = nullptr;
     for (const auto& row : *rows) {
@@ -323,7 +328,10 @@ Result<EvaluatedCandidate> Synthesizer::Impl::StepEvaluate(const store::Candidat
     }
   }
 
-  evaluated.verdict = setup.evaluator->Evaluate(setup.task, *setup.backend, evaluated.path);
+  evaluated.verdict =
+      setup.evaluate
+          ? setup.evaluate(setup.task, *setup.backend, evaluated.path, setup.abandon)
+          : setup.evaluator->Evaluate(setup.task, *setup.backend, evaluated.path, setup.abandon);
   store::EvaluationRecord record;
   record.run_id = setup.run_id;
   record.candidate_id = candidate.id;
@@ -488,7 +496,8 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
 Result<fs::path> Synthesizer::Impl::StepWriteBest() {
   std::lock_guard lock(mu);
   if (!best || !best->correct()) return fs::path();
-  fs::path path = setup.store->run_dir() / "best" / best->file_name;
+  const fs::path dir = setup.best_dir.empty() ? setup.store->run_dir() / "best" : setup.best_dir;
+  fs::path path = dir / best->file_name;
   KFORGE_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
   KFORGE_RETURN_IF_ERROR(WriteFile(path, best->source));
   spdlog::info("best: {} written to {}", best->candidate_id, path.string());
@@ -518,7 +527,7 @@ Result<SynthesisResult> Synthesizer::Run() {
   std::vector<SampleState> states(static_cast<std::size_t>(samples));
   for (int s = 0; s < samples; ++s) {
     states[static_cast<std::size_t>(s)].sample = s;
-    states[static_cast<std::size_t>(s)].stream = fmt::format("sample-{}", s);
+    states[static_cast<std::size_t>(s)].stream = fmt::format("{}sample-{}", setup.stream_prefix, s);
   }
   std::vector<Status> outcomes;
   if (samples == 1) {
@@ -548,7 +557,7 @@ Result<SynthesisResult> Synthesizer::Run() {
   }
   std::vector<std::string> reasons;
   for (const auto& state : states) {
-    result.interrupted |= state.call_failed;
+    result.interrupted |= state.call_failed || state.stop_reason == kStoppedReason;
     if (std::ranges::find(reasons, state.stop_reason) == reasons.end()) {
       reasons.push_back(state.stop_reason);
     }

@@ -110,6 +110,8 @@ class RunStore {
   Result<std::vector<EvaluationRecord>> ListEvaluations(const std::string& run_id);
   // The evaluations of run `run_id`, each with its candidate and the name of its task.
   Result<std::vector<EvaluationRow>> ListEvaluationRows(const std::string& run_id);
+  // The same for the candidates of task `task_id` only (indexed: cheap in a run of many tasks).
+  Result<std::vector<EvaluationRow>> ListEvaluationRowsOfTask(const std::string& task_id);
   Result<std::vector<LlmCallRecord>> ListLlmCalls(const std::string& run_id);
   Result<std::vector<ProfileRecord>> ListProfiles(const std::string& evaluation_id);
   Result<std::vector<RecommendationRecord>> ListRecommendations(const std::string& run_id);

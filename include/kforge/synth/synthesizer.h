@@ -23,14 +23,17 @@
 #ifndef KFORGE_SYNTH_SYNTHESIZER_H_
 #define KFORGE_SYNTH_SYNTHESIZER_H_
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 #include "kforge/core/error.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/llm/budget.h"
+#include "kforge/llm/cancellation.h"
 #include "kforge/llm/provider.h"
 #include "kforge/prompt/device_facts.h"
 #include "kforge/prompt/generation_inputs.h"
@@ -44,12 +47,20 @@
 
 namespace kforge::synth {
 
+// Evaluates one candidate file of `task` on `backend`; always a verdict (see Evaluator::Evaluate).
+using EvaluateFn = std::function<Verdict(const Task& task, const Backend& backend,
+                                         const std::filesystem::path& candidate,
+                                         std::stop_token stop)>;
+
 struct SynthesisSetup {
   store::RunStore* store = nullptr;  // required; the run row `run_id` must exist
   std::string run_id;
   Task task;
   const Backend* backend = nullptr;  // required; its target is the synthesis target
-  Evaluator* evaluator = nullptr;    // required
+  Evaluator* evaluator = nullptr;    // required unless `evaluate` is set
+  // Used instead of `evaluator` when set: `kforge bench` places evaluations on its device slots,
+  // and tests give canned verdicts.
+  EvaluateFn evaluate;
   std::shared_ptr<llm::Provider> generation_provider;  // required
   std::shared_ptr<llm::Provider> analysis_provider;    // null: the generation provider
   std::shared_ptr<llm::Budget> budget;                 // null: no token or money limit
@@ -63,12 +74,24 @@ struct SynthesisSetup {
   // analysis reads the verdict's timings only. A failed pass is logged, never fatal.
   std::function<Result<std::string>(const std::string& file_name, const std::string& source)>
       profile_summary;
+  // Stopping (Ctrl-C in `kforge bench`). Once `stop` is requested no step starts, steps in flight
+  // finish, and the result is `interrupted` (resumable). `abandon` is passed to evaluations in
+  // flight (they end as infra_error "cancelled", which a resume evaluates again) and
+  // `cancel_calls` to LLM calls in flight (a cancelled call is not stored as finished).
+  std::stop_token stop;
+  std::stop_token abandon;
+  llm::CancellationToken cancel_calls;
+  // Prefix of the LLM call streams ("<prefix>sample-N"): keeps the call keys of several tasks in
+  // one run apart. Empty for `kforge run`.
+  std::string stream_prefix;
+  // Where the best correct kernel is written; empty: <run_dir>/best (a bench: one folder per task).
+  std::filesystem::path best_dir;
 };
 
 struct SynthesisResult {
   std::optional<EvaluatedCandidate>
       best;                         // the best candidate of all samples, if any was evaluated
-  std::filesystem::path best_path;  // <run_dir>/best/<file> when best is correct, else empty
+  std::filesystem::path best_path;  // <best_dir>/<file> when best is correct, else empty
   int steps = 0;                    // generation steps taken over all samples
   std::string stop_reason;          // why the loop ended, for the terminal
   // A sample ended because an LLM call failed (an unanswered inbox prompt, a provider error):

@@ -1,0 +1,92 @@
+#include "run_support.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <filesystem>
+#include <random>
+
+#include "kforge/llm/cassette.h"
+#include "kforge/llm/provider_factory.h"
+#include "kforge/llm/registry.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+std::string NewRunId() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::random_device rd;
+  return fmt::format("run-{:04}{:02}{:02}-{:02}{:02}{:02}-{:04x}", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
+}
+
+// An existing file named on the command line, made absolute so that a resume from elsewhere
+// finds it; anything else unchanged.
+std::string Absolute(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return path;
+  return fs::absolute(path, ec).lexically_normal().string();
+}
+
+
+// The providers of the run: replayed from a cassette, or built from the model registry (and
+// recorded into a cassette with --record); every one charges the run's budget.
+Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
+                                const std::shared_ptr<llm::Budget>& budget) {
+  const std::string analysis_id = args.analysis_model.empty() ? args.model : args.analysis_model;
+  Providers out;
+  if (!args.replay.empty()) {
+    auto cassette = llm::Cassette::Load(args.replay, args.replay_match == "numbers"
+                                                         ? llm::ReplayMatch::kNumbersMayDiffer
+                                                         : llm::ReplayMatch::kExact);
+    if (!cassette) return std::unexpected(cassette.error());
+    out.generation = llm::NewBudgetedProvider(
+        std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);
+    out.analysis =
+        analysis_id == args.model
+            ? out.generation
+            : std::shared_ptr<llm::Provider>(llm::NewBudgetedProvider(
+                  std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, analysis_id)),
+                  budget));
+    return out;
+  }
+  std::vector<fs::path> extra(args.models.begin(), args.models.end());
+  auto registry = llm::ModelRegistry::Load(llm::DefaultRegistryPaths(extra));
+  if (!registry) return std::unexpected(registry.error());
+  llm::ProviderFactoryOptions options;
+  options.budget = budget;
+  options.inbox_wait = args.inbox_wait;
+  std::shared_ptr<llm::CassetteWriter> writer;
+  if (!args.record.empty()) {
+    // A resumed run records its new calls beside the first recording instead of truncating it.
+    const std::string path = resuming ? args.record + ".resumed.jsonl" : args.record;
+    auto created = llm::CassetteWriter::Create(path, args.record_note);
+    if (!created) return std::unexpected(created.error());
+    writer = *created;
+    fmt::print("recording LLM calls to {}\n", path);
+  }
+  auto make = [&](const std::string& id) -> Result<std::shared_ptr<llm::Provider>> {
+    auto entry = registry->Find(id);
+    if (!entry) return std::unexpected(entry.error());
+    auto provider = llm::NewProviderForModel(*entry, options);
+    if (!provider) return std::unexpected(provider.error());
+    if (!writer) return *provider;
+    return std::shared_ptr<llm::Provider>(llm::NewRecordingProvider(*provider, writer));
+  };
+  auto generation = make(args.model);
+  if (!generation) return std::unexpected(generation.error());
+  out.generation = *generation;
+  if (analysis_id == args.model) {
+    out.analysis = out.generation;
+  } else {
+    auto analysis = make(analysis_id);
+    if (!analysis) return std::unexpected(analysis.error());
+    out.analysis = *analysis;
+  }
+  return out;
+}
+
+}  // namespace kforge

@@ -1,0 +1,243 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <sstream>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "kforge/core/files.h"
+#include "kforge/exec/device_slots.h"
+#include "kforge/exec/slurm_executor.h"
+#include "kforge/exec/store_merge.h"
+#include "synthetic_backend.h"
+
+namespace kforge::exec {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kSource = KFORGE_SOURCE_HOME;
+
+fs::path TempDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() /
+                 (name + "-" + std::to_string(::getpid()) + "-" +
+                  std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(DeviceSlots, OneEvaluationPerDeviceAndEveryDeviceUsed) {
+  DeviceSlots slots(SimulatedDevices(3));
+  std::mutex mu;
+  std::map<int, int> running;
+  bool overlap = false;
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 4; ++k) {
+        auto lease = slots.Acquire();
+        ASSERT_TRUE(lease.has_value());
+        const int d = lease->device().index;
+        {
+          std::lock_guard lock(mu);
+          if (++running[d] > 1) overlap = true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::lock_guard lock(mu);
+        --running[d];
+      }
+    });
+  }
+  threads.clear();
+  EXPECT_FALSE(overlap) << "two evaluations held one device's timing slot at once";
+  EXPECT_GE(slots.PeakBusy(), 2) << "devices were not used together";
+  std::int64_t total = 0;
+  for (const auto& u : slots.Usage()) {
+    EXPECT_GT(u.evaluations, 0) << u.device.name << " was never used";
+    total += u.evaluations;
+  }
+  EXPECT_EQ(total, 32);
+}
+
+TEST(DeviceSlots, AcquireGivesUpWhenStopped) {
+  DeviceSlots slots(SimulatedDevices(1));
+  auto held = slots.Acquire();
+  ASSERT_TRUE(held);
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop.request_stop();
+  });
+  EXPECT_FALSE(slots.Acquire(stop.get_token()).has_value());
+}
+
+TEST(BenchRunner, SyntheticBenchStoresEveryCandidateWithinALooseOverheadBound) {
+  const fs::path dir = TempDir("kforge-exec-bench");
+  auto r = testing::RunSyntheticBench(dir, 40, 5, 3, 8, nullptr, kSource / "templates");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->candidates, 200);
+  EXPECT_GE(r->peak_busy_devices, 1);
+  // Issue 7 asks <= 10 ms CPU per candidate (measured by exec_scale_bench); CI shares its cores,
+  // so this check is looser.
+  EXPECT_LT(1000 * r->cpu_s / r->candidates, 40.0);
+  fs::remove_all(dir);
+}
+
+TEST(BenchRunner, StopBeforeStartRunsNothingAndIsInterrupted) {
+  const fs::path dir = TempDir("kforge-exec-stop");
+  auto store = store::RunStore::Open(dir);
+  ASSERT_TRUE(store);
+  store::RunRecord run;
+  run.id = "run-stop";
+  run.kind = store::RunKind::kBench;
+  ASSERT_TRUE((*store)->AddRun(run));
+  auto backend = NewBackend(*Target::Parse("cpu/cpp"));
+  DeviceSlots slots(SimulatedDevices(1));
+  std::stop_source stop;
+  stop.request_stop();
+  BenchSetup setup;
+  setup.store = store->get();
+  setup.run_id = run.id;
+  setup.tasks.push_back(Task{.id = "a", .name = "a", .origin = "", .level = 0, .problem_id = 0,
+                             .source = "", .overrides = {}, .policy = PrecisionPolicy::kStrict});
+  setup.backend = backend.get();
+  setup.evaluate = PlaceOnDevices(slots, [](const Device&, const Task& t, const Backend& b,
+                                            const fs::path& c, std::stop_token) {
+    return testing::CannedVerdict(t, b, c);
+  });
+  setup.generation_provider = std::make_shared<testing::InstantProvider>();
+  setup.renderer = PromptRenderer(kSource / "templates");
+  setup.stop = stop.get_token();
+  auto result = RunBench(std::move(setup));
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(result->interrupted);
+  EXPECT_EQ(result->tasks[0].state, TaskState::kQueued);
+  EXPECT_TRUE((*store)->ListCandidates(run.id)->empty());
+  fs::remove_all(dir);
+}
+
+TEST(StoreMerge, CopiesARunAndIsIdempotent) {
+  const fs::path dir = TempDir("kforge-exec-merge");
+  auto r = testing::RunSyntheticBench(dir / "element", 2, 3, 1, 2, nullptr, kSource / "templates");
+  ASSERT_TRUE(r) << r.error().message;
+  auto from = store::RunStore::Open(dir / "element");
+  auto into = store::RunStore::Open(dir / "main");
+  ASSERT_TRUE(from && into);
+  store::RunRecord run;
+  run.id = "run-synthetic";
+  run.kind = store::RunKind::kBench;
+  ASSERT_TRUE((*into)->AddRun(run));
+  auto first = MergeRun(**from, **into, run.id);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->tasks, 2);
+  EXPECT_EQ(first->candidates, 6);
+  EXPECT_EQ(first->evaluations, 6);
+  EXPECT_GT(first->llm_calls, 0);
+  EXPECT_EQ((*into)->ListEvaluationRows(run.id)->size(), 6u);
+  auto again = MergeRun(**from, **into, run.id);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->candidates + again->evaluations + again->tasks + again->llm_calls, 0);
+  EXPECT_TRUE((*into)->CheckIntegrity());
+  fs::remove_all(dir);
+}
+
+// A fake cluster: sbatch hands out job ids; element 1 vanishes without a result the first time.
+struct FakeCluster {
+  fs::path work;
+  int next_job = 100;
+  int submissions = 0;
+  std::vector<std::string> last_sbatch;
+  std::string refuse;  // sbatch's error text, when it refuses
+  SlurmExecutor* executor = nullptr;
+
+  CommandRunner Runner() {
+    return [this](const std::vector<std::string>& argv) -> Result<CommandOutcome> {
+      if (argv[0] == "sbatch") {
+        last_sbatch = argv;
+        if (!refuse.empty()) return CommandOutcome{1, "", refuse};
+        ++submissions;
+        const int job = next_job++;
+        // Every element of this submission "runs" now: all but element 1 on the first try.
+        const std::string array = argv[2].substr(std::string("--array=").size());
+        std::stringstream parts(array);
+        std::string part;
+        while (std::getline(parts, part, ',')) {
+          const int i = std::stoi(part);
+          if (i == 1 && submissions == 1) continue;  // lost: no marker
+          (void)MakeDirs(executor->ElementDir(i));
+          (void)WriteFile(executor->MarkerPath(i), "{\"status\": \"done\"}");
+        }
+        return CommandOutcome{0, std::to_string(job) + "\n", ""};
+      }
+      if (argv[0] == "squeue") return CommandOutcome{0, "", ""};  // nothing active
+      if (argv[0] == "sacct") return CommandOutcome{1, "", "Slurm accounting storage is disabled"};
+      if (argv[0] == "scontrol") return CommandOutcome{0, "JobId=1 JobState=NODE_FAIL Reason=x", ""};
+      return CommandOutcome{0, "", ""};
+    };
+  }
+};
+
+TEST(SlurmExecutor, ResubmitsALostElementAndRequestsGpusThroughGres) {
+  FakeCluster cluster;
+  SlurmOptions options;
+  options.work_dir = TempDir("kforge-exec-slurm");
+  options.element_argv = {"/bin/kforge", "bench-task", "/runs/x"};
+  options.gpus_per_element = 1;
+  options.poll_interval = std::chrono::milliseconds(1);
+  SlurmExecutor executor(options, cluster.Runner());
+  cluster.executor = &executor;
+  std::vector<int> ended;
+  auto results = executor.Run({0, 1, 2}, [&](int i, ElementEnd) { ended.push_back(i); });
+  ASSERT_TRUE(results) << results.error().message;
+  EXPECT_EQ(cluster.submissions, 2);
+  EXPECT_EQ(cluster.last_sbatch[2], "--array=1");
+  EXPECT_NE(std::ranges::find(cluster.last_sbatch, "--gres=gpu:1"), cluster.last_sbatch.end());
+  ASSERT_EQ(results->size(), 3u);
+  for (const auto& r : *results) {
+    EXPECT_EQ(r.end, ElementEnd::kDone) << r.index;
+    EXPECT_EQ(r.submissions, r.index == 1 ? 2 : 1);
+  }
+  EXPECT_EQ(ended.size(), 3u);
+  auto script = ReadFile(options.work_dir / "element.sh");
+  ASSERT_TRUE(script);
+  EXPECT_NE(script->find("'bench-task' '/runs/x' \"$SLURM_ARRAY_TASK_ID\""), std::string::npos);
+  fs::remove_all(options.work_dir);
+}
+
+TEST(SlurmExecutor, GivesUpAfterMaxResubmits) {
+  FakeCluster cluster;
+  SlurmOptions options;
+  options.work_dir = TempDir("kforge-exec-slurm-lost");
+  options.element_argv = {"kforge"};
+  options.max_resubmits = 0;
+  options.poll_interval = std::chrono::milliseconds(1);
+  SlurmExecutor executor(options, cluster.Runner());
+  cluster.executor = &executor;
+  auto results = executor.Run({1}, {});
+  ASSERT_TRUE(results);
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_EQ((*results)[0].end, ElementEnd::kLost);
+  EXPECT_EQ((*results)[0].last_state, "NODE_FAIL");
+  fs::remove_all(options.work_dir);
+}
+
+TEST(SlurmExecutor, RefusalNamesSbatchAndTheFix) {
+  FakeCluster cluster;
+  cluster.refuse = "sbatch: error: Invalid generic resource (gres) specification\n";
+  SlurmOptions options;
+  options.work_dir = TempDir("kforge-exec-slurm-refused");
+  options.element_argv = {"kforge"};
+  SlurmExecutor executor(options, cluster.Runner());
+  cluster.executor = &executor;
+  auto results = executor.Run({0}, {});
+  ASSERT_FALSE(results);
+  EXPECT_NE(results.error().message.find("Invalid generic resource"), std::string::npos);
+  EXPECT_NE(results.error().message.find("GresTypes=gpu"), std::string::npos);
+  fs::remove_all(options.work_dir);
+}
+
+}  // namespace
+}  // namespace kforge::exec

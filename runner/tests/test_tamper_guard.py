@@ -63,19 +63,6 @@ def test_pointer_keyed_cache_answers_the_probe_with_the_old_result(tmp_path, rel
     assert not torch.equal(got, want)
 
 
-def test_replaced_clock_is_a_timer_patch_finding(tmp_path, relu_reference):
-    run = _module(tmp_path, relu_reference, "return torch.clamp_min(x, 0.0)",
-                  header="import time\ntime.perf_counter_ns = lambda: 0\n")
-    assert run.result["status"] == "ok"
-    assert any(f.startswith("[timer-patch] time.perf_counter_ns") for f in run.result["tampering"])
-
-
-def test_replaced_runner_timing_function_is_found(tmp_path, relu_reference):
-    run = _module(tmp_path, relu_reference, "return torch.clamp_min(x, 0.0)",
-                  header="import kforge_runner.timing as t\nt.measure = lambda *a, **k: {}\n")
-    assert any("kforge_runner.timing.measure" in f for f in run.result["tampering"])
-
-
 def test_candidate_thread_alive_after_the_call_is_found(tmp_path, relu_reference):
     run = _module(tmp_path, relu_reference,
                   "y = torch.empty_like(x)\n"
@@ -143,14 +130,17 @@ def test_time_call_reads_the_clock_bound_before_candidates_load(monkeypatch):
     assert seconds >= 0.009
 
 
-def test_timing_is_discarded_when_a_clock_was_replaced(tmp_path, relu_reference):
+def test_replaced_clocks_are_timer_patch_findings_and_void_the_timing(tmp_path, relu_reference):
     job, ref = relu_reference[0], relu_reference[1]
-    source = MODEL.format(body="        return torch.clamp_min(x, 0.0)")
-    source = "import time\ntime.perf_counter_ns = lambda: 0\n" + source
+    source = ("import time\nimport kforge_runner.timing as t\n"
+              "time.perf_counter_ns = lambda: 0\nt.measure = lambda *a, **k: {}\n"
+              + MODEL.format(body="        return torch.clamp_min(x, 0.0)"))
     candidate = {"kind": "module", "backend": "kernelbench",
                  "source_file": write_file(tmp_path / "model_new.py", source)}
     cand = candidate_job(job, ref, candidate, tmp_path / "cand")
     cand["timing"] = {"min_samples": 2, "min_seconds": 0, "max_seconds": 1, "warmup_seconds": 0}
     run = run_runner(cand, tmp_path)
-    assert run.result["tampering"], run.result
+    findings = run.result["tampering"]
+    assert any(f.startswith("[timer-patch] time.perf_counter_ns") for f in findings), findings
+    assert any("kforge_runner.timing.measure" in f for f in findings), findings
     assert "error" in run.result["timing"], run.result["timing"]

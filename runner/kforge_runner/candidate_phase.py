@@ -77,6 +77,11 @@ def _write_outputs(directory: str, outputs: List[Any]) -> List[Dict[str, Any]]:
     os.makedirs(directory, exist_ok=True)
     entries = []
     for i, out in enumerate(outputs):
+        # Whatever candidate code left at the name (a symbolic link to the reference's outputs,
+        # say) goes first: the runner writes a new regular file, never through a planted link.
+        path = os.path.join(directory, f"output_{i}.bin")
+        if os.path.lexists(path):
+            os.unlink(path)
         if type(out) is torch.Tensor and out.dtype in tensor_files.DTYPE_NAMES:
             entries.append(tensor_files.write_tensor(directory, f"output_{i}", out))
     tensor_files.write_manifest(directory, entries)

@@ -144,3 +144,18 @@ def test_replaced_clocks_are_timer_patch_findings_and_void_the_timing(tmp_path, 
     assert any(f.startswith("[timer-patch] time.perf_counter_ns") for f in findings), findings
     assert any("kforge_runner.timing.measure" in f for f in findings), findings
     assert "error" in run.result["timing"], run.result["timing"]
+
+
+def test_outputs_are_written_as_new_files_not_through_planted_links(tmp_path, relu_reference):
+    victim = tmp_path / "victim.bin"
+    victim.write_bytes(b"untouched")
+    link = tmp_path / "cand" / "trial_1" / "output_0.bin"
+    run = _module(tmp_path, relu_reference,
+                  f"os.makedirs({str(link.parent)!r}, exist_ok=True)\n"
+                  f"if not os.path.lexists({str(link)!r}):\n"
+                  f"    os.symlink({str(victim)!r}, {str(link)!r})\n"
+                  "return torch.clamp_min(x, 0.0)",
+                  header="import os\n")
+    assert run.result["status"] == "ok", run.result
+    assert victim.read_bytes() == b"untouched"
+    assert link.is_file() and not link.is_symlink()

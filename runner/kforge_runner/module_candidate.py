@@ -125,7 +125,8 @@ class ModuleCandidate:
             for x, y in zip(a, b))
         if not same:
             return None, True, []
-        handed = input_guard.clones(a)
+        # At addresses no trial used, so no earlier trial's cached result can answer either call.
+        handed = input_guard.clones(a, self._used_addresses)
         with torch.no_grad():
             self.model(*handed)
             if self._device.type == "cuda":

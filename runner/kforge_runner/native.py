@@ -140,9 +140,12 @@ class NativeCandidate:
         b = [self._to_abi(v) for v in second] + self._state
         if not _same_layout(a, b) or not _same_specs(first_expected, expected):
             return None, True, []
-        handed = input_guard.clones(a)
-        outputs = [poison.filled_tensor(spec.shape, tensor_files.torch_dtype(spec.dtype),
-                                        self._device)
+        # At addresses no trial used, so no earlier trial's cached result can answer either call.
+        handed = input_guard.clones(a, self._used_addresses)
+        outputs = [input_guard.at_new_address(
+                       lambda spec=spec: poison.filled_tensor(
+                           spec.shape, tensor_files.torch_dtype(spec.dtype), self._device),
+                       self._used_addresses)
                    for spec in expected]
         in_array, out_array = _descriptor_array(handed), _descriptor_array(outputs)
         for attempt, values in enumerate((a, b)):

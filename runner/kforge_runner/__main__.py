@@ -20,6 +20,9 @@ def _parse_args(argv):
     parser.add_argument("--job", required=True, help="path of the job JSON document")
     parser.add_argument("--result-fd", required=True, type=int,
                         help="open file descriptor to write the result JSON document to")
+    parser.add_argument("--seal-stdin", action="store_true",
+                        help="read a per-job secret line from stdin and put it into the result "
+                             "document as \"seal\" (PROTOCOL.md, 'Result seal')")
     parser.add_argument("--preload", metavar="DEVICE",
                         help="warm start: import torch and initialise DEVICE, then wait for the "
                              "job file to appear (PROTOCOL.md, 'Warm start')")
@@ -73,7 +76,14 @@ def _result_for(job_path: str):
 
 def main(argv=None) -> int:
     args = _parse_args(argv)
-    channel = protocol.ResultChannel(args.result_fd)
+    seal = None
+    if args.seal_stdin:
+        try:
+            seal = protocol.read_seal()
+        except (OSError, protocol.JobError) as e:
+            print(f"kforge_runner: {e}", file=sys.stderr)
+            return 2
+    channel = protocol.ResultChannel(args.result_fd, seal)
     if args.preload:
         _preload_and_wait(args.preload, args.job)
     result = _result_for(args.job)

@@ -13,8 +13,8 @@ from typing import Any, Dict, List
 
 import torch
 
-from kforge_runner import (environment, errors, isolation, process_guard, task_loader,
-                           tensor_files, timing)
+from kforge_runner import (environment, errors, isolation, process_guard, tamper_guard,
+                           task_loader, tensor_files, timing)
 from kforge_runner.errors import LoadStage
 from kforge_runner.protocol import CandidateJob
 
@@ -72,11 +72,17 @@ def _load(job: CandidateJob, state: Dict[str, torch.Tensor], device: torch.devic
 
 
 def _write_outputs(directory: str, outputs: List[Any]) -> List[Dict[str, Any]]:
-    """Writes the outputs that are tensors of a protocol dtype; others are listed as problems."""
+    """Writes the outputs that are plain tensors of a protocol dtype (the snapshots taken when the
+    call returned); others are listed as problems by the candidate kind's checks."""
     os.makedirs(directory, exist_ok=True)
     entries = []
     for i, out in enumerate(outputs):
-        if isinstance(out, torch.Tensor) and out.dtype in tensor_files.DTYPE_NAMES:
+        # Whatever candidate code left at the name (a symbolic link to the reference's outputs,
+        # say) goes first: the runner writes a new regular file, never through a planted link.
+        path = os.path.join(directory, f"output_{i}.bin")
+        if os.path.lexists(path):
+            os.unlink(path)
+        if type(out) is torch.Tensor and out.dtype in tensor_files.DTYPE_NAMES:
             entries.append(tensor_files.write_tensor(directory, f"output_{i}", out))
     tensor_files.write_manifest(directory, entries)
     return entries
@@ -93,6 +99,8 @@ def _time(job: CandidateJob, candidate, result: Dict[str, Any]) -> Dict[str, Any
     Only candidates whose trials all ran cleanly (unchanged inputs, no output problems) are
     timed. Whatever goes wrong while timing is reported here and never changes the status.
     """
+    if result.get("tampering"):
+        return {"error": "not timed: the dynamic guardrails found tampering"}
     if any(not t["inputs_unchanged"] or t["problems"] for t in result["trials"]):
         return {"error": "not timed: a trial modified its inputs or had output problems"}
     first = job.trials[0]
@@ -116,6 +124,9 @@ def run(job: CandidateJob) -> Dict[str, Any]:
                               "observed_isolation": isolation.observe()}
     own_files = [job.candidate.source_file] if job.candidate.source_file else []
     state = _read_state(job.inputs_dir)
+    tampering: List[str] = []  # dynamic guardrail findings (tamper_guard)
+    result["tampering"] = tampering
+    sync = tamper_guard.synchronizer(device)
     try:
         candidate = _load(job, state, device)
         result["environment"].update(candidate.environment)
@@ -126,16 +137,49 @@ def run(job: CandidateJob) -> Dict[str, Any]:
             outputs, unchanged, problems = _call_candidate(
                 LoadStage.RUN, own_files, f"trial {trial.index}", candidate.run, inputs,
                 trial.outputs)
+            copies = tamper_guard.snapshot(outputs)  # what the call returned, as it returned it
             seconds = time.monotonic() - trial_started
             result["trials"].append({
                 "index": trial.index,
                 "outputs": _write_outputs(
-                    os.path.join(job.outputs_dir, f"trial_{trial.index}"), outputs),
+                    os.path.join(job.outputs_dir, f"trial_{trial.index}"), copies),
                 "inputs_unchanged": unchanged, "problems": problems, "seconds": seconds})
+            _note(tampering, tamper_guard.injected_threads(job.candidate.source_file))
+            _note(tampering, tamper_guard.late_writes(outputs, copies, sync))
+            _note(tampering, tamper_guard.replaced_clocks())
+        if len(job.trials) >= 2 and hasattr(candidate, "run_same_buffers"):
+            result["address_probe"] = _address_probe(job, candidate, own_files)
     except _Failure as failure:
         result["status"], result["diagnostics"] = failure.status, failure.diagnostics
     else:
         if job.timing is not None and job.trials:
             result["timing"] = _time(job, candidate, result)
+            _note(tampering, tamper_guard.replaced_clocks())
+            _note(tampering, tamper_guard.injected_threads(job.candidate.source_file))
+            if tampering:
+                result["timing"] = {"error": "timing discarded: " + tampering[0]}
     result["seconds"] = time.monotonic() - started
     return result
+
+
+def _note(found: List[str], new: List[str]) -> None:
+    for line in new:
+        if line not in found:
+            found.append(line)
+
+
+def _address_probe(job: CandidateJob, candidate, own_files: List[str]) -> Dict[str, Any]:
+    """Trial 1's inputs run in the very buffers trial 0's inputs had just used (PROTOCOL.md,
+    "Address probe"): a result cached by buffer address, or an output left from the call before,
+    shows up as a wrong answer for trial 1, which the orchestrator compares with the reference."""
+    first, second = job.trials[0], job.trials[1]
+    outputs, unchanged, problems = _call_candidate(
+        LoadStage.RUN, own_files, "address probe", candidate.run_same_buffers,
+        _read_inputs(job.inputs_dir, first.index), _read_inputs(job.inputs_dir, second.index),
+        first.outputs, second.outputs)
+    if outputs is None:
+        return {"skipped": "trial 0 and trial 1 inputs differ in shape or dtype"}
+    copies = tamper_guard.snapshot(outputs)
+    return {"index": second.index,
+            "outputs": _write_outputs(os.path.join(job.outputs_dir, "address_probe"), copies),
+            "inputs_unchanged": unchanged, "problems": problems}

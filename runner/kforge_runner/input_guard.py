@@ -3,14 +3,33 @@
 Values are tensors or Python numbers (numbers are immutable and never checked).
 """
 
-from typing import Any, List
+from typing import Any, Callable, List, Optional, Set
 
 import torch
 
+_MAX_REALLOCATIONS = 8
 
-def clones(values: List[Any]) -> List[Any]:
-    """Fresh contiguous copies of the tensors in ``values``; numbers pass through."""
-    return [v.clone().contiguous() if isinstance(v, torch.Tensor) else v for v in values]
+
+def at_new_address(make: Callable[[], torch.Tensor], used: Optional[Set[int]]) -> torch.Tensor:
+    """``make()``, repeated (holding the earlier results meanwhile) until the tensor starts at an
+    address not in ``used``, which then records it. Trials of one phase so never share buffer
+    addresses: a result cached by address cannot be handed back by a later trial."""
+    tensor = make()
+    if used is None or tensor.numel() == 0:
+        return tensor
+    held = []
+    while tensor.data_ptr() in used and len(held) < _MAX_REALLOCATIONS:
+        held.append(tensor)
+        tensor = make()
+    used.add(tensor.data_ptr())
+    return tensor
+
+
+def clones(values: List[Any], used: Optional[Set[int]] = None) -> List[Any]:
+    """Fresh contiguous copies of the tensors in ``values``; numbers pass through. With ``used``,
+    each copy lies at an address not used before (at_new_address)."""
+    return [at_new_address(lambda v=v: v.clone().contiguous(), used)
+            if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def identical(original: torch.Tensor, seen: torch.Tensor) -> bool:

@@ -39,6 +39,16 @@ def check_outputs(outputs: List[Any], expected: List[OutputSpec],
         if not isinstance(out, torch.Tensor):
             problems.append(f"output {i}: a {type(out).__name__}, expected a tensor")
             continue
+        if type(out) is not torch.Tensor:
+            # A subclass can defer its work into whoever reads it (the untimed checker).
+            problems.append(f"output {i}: a {type(out).__name__}, a torch.Tensor subclass (lazy "
+                            "output); outputs must be plain, materialised tensors")
+            continue
+        if out.layout != torch.strided or out.is_meta:
+            problems.append(f"output {i}: layout {out.layout}"
+                            f"{' on the meta device' if out.is_meta else ''}; outputs must be "
+                            "dense, materialised tensors")
+            continue
         name = tensor_files.DTYPE_NAMES.get(out.dtype, str(out.dtype))
         if name != spec.dtype:
             problems.append(f"output {i}: dtype {name}, expected {spec.dtype}")
@@ -63,6 +73,7 @@ class ModuleCandidate:
         if not hasattr(module, "ModelNew"):
             raise CompileError(f"{source_file} does not define class ModelNew")
         self._device = device
+        self._used_addresses = set()
         self.model, _ = task_loader.construct(module.ModelNew, task, init_seed, device)
         state_loaded = _shapes_match(self.model, state)
         if state_loaded:
@@ -86,7 +97,8 @@ class ModuleCandidate:
             expected: List[OutputSpec]) -> Tuple[List[Any], bool, List[str]]:
         """Calls ``ModelNew`` once; returns (outputs, inputs_unchanged, problems)."""
         originals = [v.to(self._device) if isinstance(v, torch.Tensor) else v for v in inputs]
-        handed = input_guard.clones(originals)
+        # At addresses no earlier trial used (input_guard.at_new_address).
+        handed = input_guard.clones(originals, self._used_addresses)
         working_set = sum(v.numel() * v.element_size()
                           for v in originals if isinstance(v, torch.Tensor))
         working_set += sum(torch.empty((), dtype=tensor_files.torch_dtype(s.dtype)).element_size()
@@ -98,4 +110,35 @@ class ModuleCandidate:
             torch.cuda.synchronize(self._device)
         return outputs, input_guard.unchanged(originals, handed), check_outputs(outputs, expected,
                                                                                  self._device)
+
+    def run_same_buffers(self, first: List[Any], second: List[Any],
+                         first_expected: List[OutputSpec], expected: List[OutputSpec]):
+        """The address probe: calls with ``first``, writes ``second`` into the same input tensors
+        and calls again; returns the second call's (outputs, inputs_unchanged, problems), or
+        (None, True, []) when the two trials' inputs differ in shape, dtype or kind."""
+        a = [v.to(self._device) if isinstance(v, torch.Tensor) else v for v in first]
+        b = [v.to(self._device) if isinstance(v, torch.Tensor) else v for v in second]
+        same = len(a) == len(b) and all(
+            (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
+             and x.dtype == y.dtype) or (not isinstance(x, torch.Tensor)
+                                         and not isinstance(y, torch.Tensor))
+            for x, y in zip(a, b))
+        if not same:
+            return None, True, []
+        # At addresses no trial used, so no earlier trial's cached result can answer either call.
+        handed = input_guard.clones(a, self._used_addresses)
+        with torch.no_grad():
+            self.model(*handed)
+            if self._device.type == "cuda":
+                torch.cuda.synchronize(self._device)
+            for i, (h, v) in enumerate(zip(handed, b)):
+                if isinstance(h, torch.Tensor):
+                    h.copy_(v)
+                else:
+                    handed[i] = v
+            outputs = _as_output_list(self.model(*handed))
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
+        return outputs, input_guard.unchanged(b, handed), check_outputs(outputs, expected,
+                                                                          self._device)
 

@@ -22,6 +22,14 @@ def filled_tensor(shape: List[int], dtype: torch.dtype, device: torch.device) ->
     return raw.view(dtype).reshape(shape)
 
 
+def refill(tensor: torch.Tensor) -> None:
+    """Poisons an existing contiguous tensor in place (same address): NaN or 0x5A bytes."""
+    if tensor.dtype.is_floating_point:
+        tensor.fill_(float("nan"))
+    else:
+        tensor.view(-1).view(torch.uint8).fill_(POISON_BYTE)
+
+
 class _DeviceMemory:
     """A raw device range behind ``__cuda_array_interface__`` (no allocation, no ownership)."""
 

@@ -316,15 +316,18 @@ def read_job(path: str):
 class ResultChannel:
     """The result pipe: accepts exactly one document, and only from the original runner process.
 
-    ``write`` adds ``"protocol": 1``, serialises the document as strict JSON (no NaN/Infinity),
+    ``write`` adds ``"protocol": 1`` (and ``"seal"`` when the channel has one), serialises the document as strict JSON (no NaN/Infinity),
     writes it to the fd and closes the fd. A document that cannot be serialised raises ValueError or
     TypeError before anything is written; a second call raises RuntimeError; a call from a forked
     child exits that child (status 70) without writing.
     """
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int, seal: Optional[str] = None):
         self._fd = fd
         self._written = False
+        # The per-job secret (``--seal-stdin``): the orchestrator accepts only a document that
+        # carries it, so one a candidate forges on an inherited descriptor is refused.
+        self._seal = seal
 
     def write(self, result: Dict[str, Any]) -> None:
         process_guard.exit_if_forked()
@@ -333,6 +336,8 @@ class ResultChannel:
         document = {"protocol": PROTOCOL_VERSION}
         document.update(result)
         document["protocol"] = PROTOCOL_VERSION
+        if self._seal is not None:
+            document["seal"] = self._seal
         data = json.dumps(document, allow_nan=False).encode("utf-8") + b"\n"
         self._written = True
         try:
@@ -341,3 +346,22 @@ class ResultChannel:
                 view = view[_os_write(self._fd, view):]
         finally:
             _os_close(self._fd)
+
+
+def read_seal(fd: int = 0) -> str:
+    """Reads the per-job seal, one line, from ``fd`` (stdin), then points ``fd`` at /dev/null so
+    that nothing loaded later can read from the orchestrator's pipe. Called before candidate code
+    exists in the process."""
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 512:
+        chunk = os.read(fd, 512 - len(data))
+        if not chunk:
+            break
+        data += chunk
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+    seal = data.decode("ascii", "replace").strip()
+    if not seal:
+        raise JobError("--seal-stdin: no seal on stdin")
+    return seal

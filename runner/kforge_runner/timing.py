@@ -25,6 +25,10 @@ from kforge_runner.protocol import TimingSpec
 
 STOPPED_BY = ("noise", "timeout", "min")
 
+# Bound when the runner imports this module, before any candidate code loads: a candidate that
+# rebinds time.perf_counter_ns cannot change what time_call reads (docs/redteam.md, timer patch).
+_perf_counter_ns = time.perf_counter_ns
+
 
 def clock_for(device: torch.device) -> str:
     return "events-cold" if device.type == "cuda" else "perf_counter"
@@ -38,9 +42,9 @@ def time_call(device: torch.device, call: Callable[[], Any]) -> Tuple[float, Any
     if device.type == "cuda":
         from kforge_runner import cuda_timing
         return cuda_timing.clock_for_device(device).time_call(call)
-    start_ns = time.perf_counter_ns()
+    start_ns = _perf_counter_ns()
     value = call()
-    end_ns = time.perf_counter_ns()
+    end_ns = _perf_counter_ns()
     return (end_ns - start_ns) / 1e9, value
 
 

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 
@@ -79,11 +80,16 @@ void SetLimit(int resource, const std::optional<std::uint64_t>& value) {
 
 // Runs in the forked child: only async-signal-safe calls until exec.
 [[noreturn]] void ExecChild(const ProcessSpec& spec, char* const* argv, char* const* envp,
-                            const Pipe& out, const Pipe& err, const Pipe& result, int exec_err_fd) {
+                            const Pipe& out, const Pipe& err, const Pipe& result, const Pipe& in,
+                            int exec_err_fd) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+  if (in.read >= 0) {
+    ::dup2(in.read, STDIN_FILENO);
+  } else if (devnull >= 0) {
+    ::dup2(devnull, STDIN_FILENO);
+  }
   ::dup2(out.write, STDOUT_FILENO);
   ::dup2(err.write, STDERR_FILENO);
   if (result.write >= 0) {
@@ -176,14 +182,29 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
     if (!r) return std::unexpected(r.error());
     result = *r;
   }
+  Pipe in;
+  if (!spec.stdin_data.empty()) {
+    if (spec.stdin_data.size() > PIPE_BUF) return InvalidArgument("RunProcess: stdin_data too long");
+    auto r = MakePipe();
+    if (!r) return std::unexpected(r.error());
+    in = *r;
+    // Fits the pipe's buffer: written now, read by the child whenever it likes.
+    if (::write(in.write, spec.stdin_data.data(), spec.stdin_data.size()) !=
+        static_cast<ssize_t>(spec.stdin_data.size())) {
+      return IoError(fmt::format("cannot write a child's stdin: {}", std::strerror(errno)));
+    }
+    CloseFd(in.write);
+  }
 
   ProcessResult res;
   auto start = Clock::now();
   pid_t pid = ::fork();
   if (pid < 0) {
+    CloseFd(in.read);
     return IoError(fmt::format("fork failed: {}", std::strerror(errno)));
   }
-  if (pid == 0) ExecChild(spec, argv.data(), envp.data(), *out, *err, result, exec_err->write);
+  if (pid == 0) ExecChild(spec, argv.data(), envp.data(), *out, *err, result, in, exec_err->write);
+  CloseFd(in.read);
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins the race
   res.state = ProcessState::kRunning;
   CloseFd(out->write);

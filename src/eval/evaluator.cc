@@ -342,6 +342,10 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (!ref_run) return infra(ref_run.error());
   v.reference_seconds = slot->reference().seconds_since_job();
   ReferenceResult reference;
+  if (!ref_run->channel_problem.empty()) {
+    return infra(Error{ErrorCode::kInternal, "the reference runner's result channel: " +
+                                                 ref_run->channel_problem});
+  }
   if (ref_run->process.result_text.empty()) {
     ClassifyDeath(ref_run->process, options_.reference_timeout, "reference", v);
     v.status = v.status == EvalStatus::kInfraError ? v.status : EvalStatus::kReferenceError;
@@ -411,17 +415,36 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (!cand_run) return infra(cand_run.error());
   v.candidate_seconds = slot->candidate().seconds_since_job();
   v.isolation = DefaultSandbox()->isolation(slot->candidate().policy()).Describe();
+  // Dynamic guardrails (docs/redteam.md): a finding names its check as "[check-id]".
+  auto dynamic_guardrail = [&](std::string_view finding, std::string diagnostics) {
+    v.status = EvalStatus::kGuardrail;
+    v.message = fmt::format("rejected by a dynamic guardrail: {}", finding);
+    v.diagnostics = std::move(diagnostics);
+    return finish();
+  };
+  if (!cand_run->channel_problem.empty()) {
+    return dynamic_guardrail("[result-channel] " + cand_run->channel_problem,
+                             Tail(cand_run->process.stderr_text));
+  }
   if (cand_run->process.result_text.empty()) {
     ClassifyDeath(cand_run->process, cand_timeout, "candidate", v);
     return finish();
   }
   auto result = ParseCandidateResult(cand_run->process.result_text, slot->cand_dir());
+  if (!result && result.error().code == ErrorCode::kPermissionDenied) {
+    return dynamic_guardrail("[result-channel] " + result.error().message, "");
+  }
   if (!result) {
     v.status = EvalStatus::kRuntimeError;
     v.message = "the candidate's process wrote a malformed result: " + result.error().message;
     return finish();
   }
   v.observed_isolation = result->observed_isolation_json;
+  if (!result->tampering.empty()) {
+    std::string all;
+    for (const auto& line : result->tampering) all += line + "\n";
+    return dynamic_guardrail(result->tampering.front(), all + result->diagnostics);
+  }
   if (result->status != "ok") {
     v.status = StatusFromRunner(result->status);
     v.diagnostics = result->diagnostics;
@@ -468,6 +491,32 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       all_ok = false;
     }
     v.trials.push_back(std::move(tv));
+  }
+  // The address probe: trial 1's inputs in the buffers trial 0's had just used must give trial 1's
+  // answer; a wrong one, where trial 1 itself was right, means results keyed on addresses (or
+  // outputs skipped because they were written before).
+  if (all_ok && result->address_probe && reference.trials.size() >= 2) {
+    const auto& ref_trial = reference.trials[1];
+    const auto& probe = *result->address_probe;
+    std::string problem;
+    if (!probe.problems.empty()) problem = probe.problems.front();
+    if (problem.empty() && probe.outputs.size() != ref_trial.outputs.size()) {
+      problem = fmt::format("returned {} outputs", probe.outputs.size());
+    }
+    for (std::size_t m = 0; problem.empty() && m < ref_trial.outputs.size(); ++m) {
+      auto cmp = CompareTensors(ref_trial.outputs[m], probe.outputs[m], v.tolerance);
+      if (!cmp) return infra(cmp.error());
+      if (!cmp->ok) problem = cmp->problem;
+    }
+    if (problem.empty() && !probe.inputs_unchanged) problem = "the candidate modified its inputs";
+    if (!problem.empty()) {
+      return dynamic_guardrail(
+          "[address-reuse] trial 1's inputs, written into the buffers trial 0's inputs had just "
+          "used (same addresses), gave a wrong answer although trial 1 in fresh buffers was "
+          "right: the candidate reuses results keyed on buffer addresses or skips outputs it "
+          "wrote before",
+          problem);
+    }
   }
   if (all_ok) {
     v.status = EvalStatus::kCorrect;

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <random>
 
 #include "file_modes.h"
 #include "kforge/core/files.h"
 #include "kforge/core/hash.h"
 #include "kforge/target/probe.h"
+#include "runner_protocol.h"
 
 namespace kforge {
 namespace {
@@ -64,6 +66,16 @@ std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs:
   env.push_back("PYTHONDONTWRITEBYTECODE=1");
   env.push_back("PYTHONUNBUFFERED=1");
   return env;
+}
+
+// 128 random bits as hex: the per-process result seal.
+std::string FreshSeal() {
+  static std::mutex mu;
+  static std::random_device device;
+  std::lock_guard lock(mu);
+  std::string seal;
+  for (int i = 0; i < 4; ++i) seal += fmt::format("{:08x}", device());
+  return seal;
 }
 
 }  // namespace
@@ -141,6 +153,9 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
                "--result-fd", std::to_string(kResultFd)};
   if (!launch.preload.empty()) spec.argv.insert(spec.argv.end(), {"--preload", launch.preload});
   spec.argv.insert(spec.argv.begin(), launch.wrapper.begin(), launch.wrapper.end());
+  const std::string seal = FreshSeal();
+  spec.argv.push_back("--seal-stdin");
+  spec.stdin_data = seal + "\n";
   spec.env = RunnerEnvironment(runner_dir, scratch);
   spec.cwd = scratch;
   spec.timeout = launch.timeout;
@@ -154,7 +169,17 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   auto r = RunProcess(wrapped, stop);
   if (!r) return std::unexpected(r.error());
   DefaultSandbox()->UnwrapResult(*r);
-  return RunnerRun{std::move(*r), std::chrono::duration<double>(SteadyClock::now() - start).count()};
+  RunnerRun run{std::move(*r), {}, std::chrono::duration<double>(SteadyClock::now() - start).count()};
+  if (!run.process.result_text.empty()) {
+    auto unsealed = UnsealResult(run.process.result_text, seal);
+    if (unsealed) {
+      run.process.result_text = std::move(*unsealed);
+    } else {
+      run.channel_problem = unsealed.error().message;
+      run.process.result_text.clear();
+    }
+  }
+  return run;
 }
 
 std::int64_t SteadyNanos(SteadyClock::time_point t) {

@@ -40,11 +40,16 @@ struct RunnerLaunch {
 };
 
 struct RunnerRun {
+  // process.result_text is the runner's document with its seal checked and removed; when the
+  // channel carried anything else, result_text is empty and channel_problem says what was wrong.
   ProcessResult process;
+  std::string channel_problem;
   double seconds = 0;  // from the start of the process
 };
 
 // One runner phase, sandboxed under `policy`: job file in, result document out through fd 3.
+// Each process gets a fresh random seal on its stdin (read and closed by the runner before any
+// candidate code loads); only a single document carrying it is accepted (UnsealResult).
 Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const std::filesystem::path& runner_dir,
                             const std::filesystem::path& scratch, const SandboxPolicy& policy,
                             const ResourceLimits& limits, std::stop_token stop);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace kforge {
@@ -25,7 +26,31 @@ fs::path ResolveFile(const std::string& file, const fs::path& dir, int trial) {
   return dir / p;
 }
 
-Result<std::vector<TensorFile>> ParseEntries(const json& array, const fs::path& dir, int trial) {
+// A file the untrusted candidate phase named: relative, no "..", and once resolved a regular file
+// (not a symbolic link) whose real path lies inside `dir`'s real path.
+Status CheckContained(const std::string& file, const fs::path& resolved, const fs::path& dir) {
+  const fs::path named(file);
+  bool dotdot = false;
+  for (const auto& part : named) dotdot |= part == "..";
+  if (named.is_absolute() || dotdot) {
+    return MakeError(ErrorCode::kPermissionDenied, fmt::format("output file '{}' is outside the candidate's folder", file));
+  }
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(resolved, ec))) return Ok();  // compared later: missing
+  if (fs::is_symlink(fs::symlink_status(resolved, ec))) {
+    return MakeError(ErrorCode::kPermissionDenied, fmt::format("output file '{}' is a symbolic link", file));
+  }
+  const fs::path real = fs::canonical(resolved, ec);
+  const fs::path root = fs::canonical(dir, ec);
+  if (ec) return ParseError(fmt::format("output file '{}' cannot be resolved", file));
+  if (std::mismatch(root.begin(), root.end(), real.begin(), real.end()).first != root.end()) {
+    return MakeError(ErrorCode::kPermissionDenied, fmt::format("output file '{}' is outside the candidate's folder", file));
+  }
+  return Ok();
+}
+
+Result<std::vector<TensorFile>> ParseEntries(const json& array, const fs::path& dir, int trial,
+                                             bool contained = false) {
   std::vector<TensorFile> out;
   if (!array.is_array()) return ParseError("tensor list is not an array");
   for (const auto& e : array) {
@@ -35,6 +60,7 @@ Result<std::vector<TensorFile>> ParseEntries(const json& array, const fs::path& 
     TensorFile t;
     t.name = e.value("name", "");
     t.file = ResolveFile(e["file"].get<std::string>(), dir, trial);
+    if (contained) KFORGE_RETURN_IF_ERROR(CheckContained(e["file"].get<std::string>(), t.file, dir));
     t.dtype = e["dtype"].get<std::string>();
     t.shape = e["shape"].get<std::vector<std::int64_t>>();
     out.push_back(std::move(t));
@@ -121,6 +147,25 @@ TimingOutcome ParseTiming(const json& doc) {
 }
 
 }  // namespace
+
+Result<std::string> UnsealResult(std::string_view text, std::string_view seal) {
+  const std::size_t newline = text.find('\n');
+  if (newline == std::string_view::npos || newline + 1 != text.size()) {
+    return ParseError(fmt::format(
+        "the result channel carried {} instead of exactly one line: something besides the runner "
+        "wrote to it", newline == std::string_view::npos ? "no complete line" : "more than one line"));
+  }
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return ParseError("the result channel carried a line that is not a JSON object");
+  }
+  if (!doc.contains("seal") || !doc["seal"].is_string() || doc["seal"].get<std::string>() != seal) {
+    return ParseError("the result document lacks the job's seal: it was not written by the runner "
+                      "(a forged result on an inherited descriptor)");
+  }
+  doc.erase("seal");
+  return doc.dump() + "\n";
+}
 
 TimingOutcome ParseTimingField(std::string_view json_text) {
   json doc = json::object();
@@ -241,15 +286,29 @@ Result<CandidateResult> ParseCandidateResult(std::string_view text, const fs::pa
       r.observed_isolation_json = (*doc)["observed_isolation"].dump();
     }
     r.timing = ParseTiming(*doc);
+    r.tampering = doc->value("tampering", std::vector<std::string>{});
     for (const auto& t : doc->value("trials", json::array())) {
       CandidateTrial trial;
       trial.index = t.value("index", 0);
       trial.inputs_unchanged = t.value("inputs_unchanged", true);
       trial.problems = t.value("problems", std::vector<std::string>{});
-      auto outputs = ParseEntries(t.value("outputs", json::array()), outputs_dir, trial.index);
+      auto outputs = ParseEntries(t.value("outputs", json::array()), outputs_dir, trial.index,
+                                  /*contained=*/true);
       if (!outputs) return std::unexpected(outputs.error());
       trial.outputs = std::move(*outputs);
       r.trials.push_back(std::move(trial));
+    }
+    if (doc->contains("address_probe") && (*doc)["address_probe"].contains("outputs")) {
+      const json& p = (*doc)["address_probe"];
+      CandidateTrial probe;
+      probe.index = p.value("index", 1);
+      probe.inputs_unchanged = p.value("inputs_unchanged", true);
+      probe.problems = p.value("problems", std::vector<std::string>{});
+      auto outputs = ParseEntries(p["outputs"], outputs_dir / "address_probe", -1,
+                                  /*contained=*/true);
+      if (!outputs) return std::unexpected(outputs.error());
+      probe.outputs = std::move(*outputs);
+      r.address_probe = std::move(probe);
     }
     return r;
   } catch (const json::exception& e) {

@@ -91,10 +91,19 @@ struct CandidateResult {
   std::string status;  // ok, compile_error, runtime_error, sandbox_violation, ...
   std::string diagnostics;
   std::vector<CandidateTrial> trials;
+  // Dynamic guardrail findings ("[check-id] what was seen"), runner/kforge_runner/tamper_guard.py.
+  std::vector<std::string> tampering;
+  // The address probe: trial `index`'s inputs run in the buffers trial 0's had just used.
+  std::optional<CandidateTrial> address_probe;
   std::string observed_isolation_json;
   std::string environment_json;
   TimingOutcome timing;
 };
+
+// The result seal (runner/PROTOCOL.md "Result seal"): `text` must be exactly one line, a JSON
+// object whose "seal" is `seal`. Returns the document without the seal, or why it was refused
+// (something else wrote on the result channel: a forged or an extra document).
+Result<std::string> UnsealResult(std::string_view text, std::string_view seal);
 
 // The `timing` field of a result document as JSON text (absent: "" gives an error that says so).
 TimingOutcome ParseTimingField(std::string_view json_text);
@@ -102,7 +111,9 @@ TimingOutcome ParseTimingField(std::string_view json_text);
 std::string ReferenceJobJson(const ReferenceJob& job);
 std::string CandidateJobJson(const CandidateJob& job);
 
-// Parse a result document; file names in manifest entries are resolved against `dir`.
+// Parse a result document; file names in manifest entries are resolved against `dir`. A candidate's
+// output files must be plain files inside `outputs_dir` (no absolute paths, `..` or symbolic
+// links out of it): a result naming any other file is refused.
 Result<ReferenceResult> ParseReferenceResult(std::string_view text,
                                              const std::filesystem::path& inputs_dir,
                                              const std::filesystem::path& outputs_dir);

@@ -30,6 +30,23 @@ TEST(SubprocessTest, ResultPipeIsFd3) {
   EXPECT_EQ(r->stdout_text, "noise\n");
 }
 
+TEST(SubprocessTest, StdinDataReachesTheChildThenEndOfFile) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "read line; echo \"got $line\"; cat; echo end"};
+  spec.stdin_data = "secret\n";
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text, "got secret\nend\n");
+}
+
+TEST(SubprocessTest, StdinIsDevNullByDefault) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "cat; echo end"};
+  auto r = RunProcess(spec);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text, "end\n");
+}
+
 TEST(SubprocessTest, TimeoutKillsWholeProcessGroup) {
   ProcessSpec spec;
   // A background grandchild holding the pipes must not keep us waiting.

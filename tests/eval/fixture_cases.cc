@@ -15,17 +15,20 @@ std::filesystem::path SourceTree() {
                                            : std::filesystem::path(KFORGE_SOURCE_HOME);
 }
 
-std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres) {
+std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres,
+                                          const std::vector<std::string>& manifests) {
   std::vector<FixtureCase> cases;
+  for (const auto& manifest : manifests) {
   toml::table root;
   try {
-    root = toml::parse_file((SourceTree() / "tests/fixtures/expectations.toml").string());
+    root = toml::parse_file((SourceTree() / manifest).string());
   } catch (const toml::parse_error& e) {
-    std::fprintf(stderr, "expectations.toml: %s\n", std::string(e.description()).c_str());
+    std::fprintf(stderr, "%s: %s\n", manifest.c_str(), std::string(e.description()).c_str());
     std::abort();
   }
   const toml::array* all = root["case"].as_array();
   if (all == nullptr) std::abort();
+  const bool redteam = manifest == kRedTeamManifest;
   for (const auto& node : *all) {
     const toml::table& t = *node.as_table();
     FixtureCase c;
@@ -37,11 +40,18 @@ std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres
     c.where = t["where"].value_or(std::string());
     c.why = t["why"].value_or(std::string());
     c.first_error = t["first_error"].value_or(std::string());
+    c.loophole = t["loophole"].value_or(std::string());
+    c.guardrails = t["guardrails"].value_or(true);
+    c.policy = t["policy"].value_or(std::string());
+    c.rule = t["rule"].value_or(std::string());
+    c.reason = t["reason"].value_or(std::string());
     if (std::find(wheres.begin(), wheres.end(), c.where) == wheres.end()) continue;
     std::string stem = std::filesystem::path(c.candidate).filename().string();
-    c.name = c.task + "_" + stem + "_" + c.target;
+    c.name = (redteam ? "redteam_" : "") + c.task + "_" + stem + "_" + c.target +
+             (c.guardrails ? "" : "_noguard");
     std::replace_if(c.name.begin(), c.name.end(), [](char ch) { return !std::isalnum(ch); }, '_');
     cases.push_back(std::move(c));
+  }
   }
   return cases;
 }

@@ -19,10 +19,22 @@ struct FixtureCase {
   std::string why;
   std::string first_error;
   std::string name;       // a gtest-safe name
+  // The red-team manifest's fields (tests/fixtures/redteam/dynamic.toml).
+  std::string loophole;
+  bool guardrails = true;  // false: the static guardrails are off for this case
+  std::string policy;      // forced precision policy, or empty
+  std::string rule;        // static guardrail rule id the verdict must name
+  std::string reason;      // text the verdict's message or diagnostics must contain
 };
 
-// Cases whose `where` is in `wheres`; aborts the test binary on a malformed file.
-std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres);
+// The manifest files (relative to the source tree) of the candidate fixtures.
+inline constexpr const char* kExpectationsManifest = "tests/fixtures/expectations.toml";
+inline constexpr const char* kRedTeamManifest = "tests/fixtures/redteam/dynamic.toml";
+
+// Cases of `manifests` whose `where` is in `wheres`; aborts the test binary on a malformed file.
+std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres,
+                                          const std::vector<std::string>& manifests = {
+                                              kExpectationsManifest});
 
 std::filesystem::path SourceTree();
 

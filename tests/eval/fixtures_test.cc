@@ -46,8 +46,12 @@ bool TestsContainment(const FixtureCase& c) {
          c.expect == "sandbox_violation" || c.expect == "resource_limit";
 }
 
-EvalOptions TestOptions(bool static_guardrails = true) {
+EvalOptions TestOptions(bool static_guardrails = true, const std::string& policy = "") {
   EvalOptions options;
+  if (!policy.empty()) {
+    auto parsed = ParsePrecisionPolicy(policy);
+    if (parsed) options.policy = *parsed;
+  }
   options.candidate_timeout = std::chrono::seconds(20);  // the endless loop ends here
   options.memory_limit_bytes = 4ull << 30;
   options.static_guardrails = static_guardrails;
@@ -68,10 +72,25 @@ TEST_P(FixtureTest, VerdictIsTheExpectedOne) {
   ASSERT_TRUE(task) << task.error().message;
   auto backend = NewBackend(*Target::Parse(c.target));
   CompileService compiler;
-  Evaluator evaluator(compiler, TestOptions(/*static_guardrails=*/!TestsContainment(c)));
+  Evaluator evaluator(
+      compiler, TestOptions(/*static_guardrails=*/c.guardrails && !TestsContainment(c), c.policy));
   Verdict v = evaluator.Evaluate(*task, *backend, testing::SourceTree() / c.candidate);
   EXPECT_EQ(EvalStatusName(v.status), c.expect)
-      << c.why << "\n" << v.ToText();
+      << c.why << "\n" << v.ToText() << "\n" << v.diagnostics;
+  // Red-team cases: rejected or flagged for the reason the exploit exists, not just "not correct".
+  std::string said = v.message + "\n" + v.diagnostics;
+  for (const auto& f : v.guardrail_flags) said += "\n" + f;
+  if (!c.rule.empty()) {
+    EXPECT_NE(said.find("[" + c.rule + "]"), std::string::npos)
+        << "expected static rule " << c.rule << " (" << c.why << "):\n" << said;
+  }
+  if (!c.reason.empty()) {
+    EXPECT_NE(said.find(c.reason), std::string::npos)
+        << "expected the reason '" << c.reason << "' (" << c.why << "):\n" << said;
+  }
+  if (!c.policy.empty()) {
+    EXPECT_EQ(PrecisionPolicyName(v.policy), c.policy);
+  }
   if (c.expect == "correct") {
     EXPECT_EQ(v.trials.size(), 5u);
     bool second_distribution = false;
@@ -81,9 +100,23 @@ TEST_P(FixtureTest, VerdictIsTheExpectedOne) {
   EXPECT_FALSE(v.message.empty());
 }
 
+// KFORGE_FIXTURE_MANIFESTS (comma-separated): which manifests this binary runs (the CPU binaries split them
+// between the integration and redteam labels; the GPU binary runs both).
+std::vector<std::string> Manifests() {
+  std::vector<std::string> out;
+  std::string_view rest = KFORGE_FIXTURE_MANIFESTS;
+  while (!rest.empty()) {
+    std::size_t semi = rest.find(',');
+    if (semi != 0) out.emplace_back(rest.substr(0, semi));
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+  }
+  return out;
+}
+
 std::vector<FixtureCase> SelectedCases() {
   const char* where = std::getenv("KFORGE_FIXTURE_WHERE");
-  return testing::LoadFixtureCases({where != nullptr ? where : KFORGE_FIXTURE_DEFAULT_WHERE});
+  return testing::LoadFixtureCases({where != nullptr ? where : KFORGE_FIXTURE_DEFAULT_WHERE},
+                                   Manifests());
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(SelectedCases()),

@@ -54,6 +54,9 @@ struct ProcessSpec {
   std::optional<uid_t> uid;                   // switch to this user (needs root)
   std::optional<gid_t> gid;
   bool result_pipe = false;                   // open a pipe whose write end is kResultFd
+  // The child's stdin: these bytes through a pipe (then end of file); empty: /dev/null. At most
+  // PIPE_BUF bytes (written before the child runs, so the write never blocks).
+  std::string stdin_data;
   std::size_t max_output_bytes = 256 * 1024;  // per stream; the head and the tail are kept
 };
 

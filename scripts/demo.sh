@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# A short tour of `kforge eval` on the CPU: an honest OpenCL kernel (PoCL), a wrong one, a C++
-# kernel that segfaults, and the targets this machine has. Run scripts/setup-debian.sh first.
+# The demo: `kforge demo` replays a recorded LLM conversation through the real harness on the CPU
+# (cpu/opencl on PoCL): a kernel that does not compile, its fix, an optimization pass driven by
+# the analysis agent's advice, and a faster final kernel, compiled, checked and timed here.
+# Then (TOUR=1) a short tour of `kforge eval`. Run scripts/setup-debian.sh first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 KFORGE=build/dev/src/cli/kforge
 [ -x "$KFORGE" ] || KFORGE=build/ci/src/cli/kforge
-FIX=tests/fixtures/candidates
 run() { echo; echo "\$ kforge $*"; "$KFORGE" "$@"; echo "(exit code $?)"; }
+run demo
+[ "${TOUR:-0}" = 1 ] || exit 0
+FIX=tests/fixtures/candidates
 run targets
 run eval kernelbench:level1#23 "$FIX/softmax/honest.cl.py" --target cpu/opencl --set batch_size=16 --set dim=4093
 run eval kernelbench:level1#23 "$FIX/softmax/wrong_axis.cl.py" --target cpu/opencl --set batch_size=16 --set dim=4093

@@ -4,15 +4,7 @@
 # (kforge, fixtures_gpu_test, bwrap, the spdlog/toml++ libraries of Debian 12, the KernelBench
 # JSONL) and pyopencl's wheels under .whl/. Writes logs to $OUT (or ./out).
 set -uo pipefail
-ROOT=$PWD
-OUT=${OUT:-$ROOT/out}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site KFORGE_RUNNER_PYTHONPATH=/tmp/site
-export LD_LIBRARY_PATH=$ROOT/.carry/lib:${LD_LIBRARY_PATH:-}
-export PATH=$ROOT/.carry/bin:$PATH
-export KFORGE_HOME=$ROOT KFORGE_KERNELBENCH_DIR=$ROOT/.carry/kernelbench
-export KFORGE_PYTHON=$(command -v python3) KFORGE_CACHE_DIR=/tmp/kforge-cache
+source bench/h200_env.sh
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader

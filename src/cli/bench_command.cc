@@ -207,16 +207,7 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
                                    const std::string& run_id, bool resuming, int budget_share,
                                    exec::StopSignals& signals, bool show_progress) {
   auto budget = std::make_shared<llm::Budget>(Limits(args, budget_share));
-  auto providers = MakeProviders(
-      ProviderArgs{.model = args.model,
-                   .analysis_model = args.analysis_model,
-                   .models = args.models,
-                   .record = args.record,
-                   .record_note = args.record_note,
-                   .replay = args.replay,
-                   .replay_match = args.replay_match,
-                   .inbox_wait = args.inbox_wait},
-      resuming, budget);
+  auto providers = MakeProviders(ProviderArgsOf(args), resuming, budget);
   if (!providers) return std::unexpected(providers.error());
 
   exec::DeviceSlots slots(exec::DiscoverDevices(prepared.target, prepared.backend->RunnerDevice(),

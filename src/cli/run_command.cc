@@ -216,16 +216,7 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   if (args.max_tokens > 0) limits.max_tokens = args.max_tokens;
   if (args.max_cost > 0) limits.max_usd = args.max_cost;
   auto budget = std::make_shared<llm::Budget>(limits);
-  auto providers = MakeProviders(
-      ProviderArgs{.model = args.model,
-                   .analysis_model = args.analysis_model,
-                   .models = args.models,
-                   .record = args.record,
-                   .record_note = args.record_note,
-                   .replay = args.replay,
-                   .replay_match = args.replay_match,
-                   .inbox_wait = args.inbox_wait},
-      resuming, budget);
+  auto providers = MakeProviders(ProviderArgsOf(args), resuming, budget);
   if (!providers) return fail(providers.error(), kExitUsage);
 
   auto store = store::RunStore::Open(run_dir);

@@ -29,6 +29,20 @@ struct ProviderArgs {
   bool inbox_wait = false;             // inbox models wait for each answer file
 };
 
+// The provider settings of a command's arguments (`kforge run`'s and `kforge bench`'s share these
+// field names).
+template <typename CommandArgs>
+ProviderArgs ProviderArgsOf(const CommandArgs& a) {
+  return ProviderArgs{.model = a.model,
+                      .analysis_model = a.analysis_model,
+                      .models = a.models,
+                      .record = a.record,
+                      .record_note = a.record_note,
+                      .replay = a.replay,
+                      .replay_match = a.replay_match,
+                      .inbox_wait = a.inbox_wait};
+}
+
 struct Providers {
   std::shared_ptr<llm::Provider> generation;
   std::shared_ptr<llm::Provider> analysis;

@@ -176,11 +176,40 @@ std::string MaskMeasurementWords(std::string text) {
   return text;
 }
 
+// An absolute path names the machine as much as the file ("/work/a/task.py" here is
+// "/tmp/ci/task.py" there): only its last component is kept.
+std::string MaskPaths(const std::string& text) {
+  auto path_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '/' || c == '.' || c == '_' ||
+           c == '-' || c == '+';
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const bool token_start = i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])) != 0 ||
+                             text[i - 1] == '(' || text[i - 1] == '"' || text[i - 1] == '\'' ||
+                             text[i - 1] == '`';
+    if (text[i] == '/' && token_start) {
+      std::size_t end = i;
+      int slashes = 0;
+      while (end < text.size() && path_char(text[end])) slashes += text[end++] == '/' ? 1 : 0;
+      if (slashes >= 2) {
+        const std::string path = text.substr(i, end - i);
+        out += path.substr(path.rfind('/') + 1);
+        i = end;
+        continue;
+      }
+    }
+    out.push_back(text[i++]);
+  }
+  return out;
+}
+
 // Masks the numbers in the text of a canonical request's messages (not in its options, such as
 // the temperature, which must still match exactly).
 void MaskMessageNumbers(json& node) {
   if (node.is_string()) {
-    node = MaskNumbers(MaskMeasurementWords(node.get<std::string>()));
+    node = MaskNumbers(MaskMeasurementWords(MaskPaths(node.get<std::string>())));
   } else if (node.is_structured()) {
     for (auto& child : node) MaskMessageNumbers(child);
   }

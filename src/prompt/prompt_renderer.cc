@@ -193,7 +193,8 @@ data CommonValues(const Task& task, const Target& target) {
   d.set("requirement", format.requirement);
 
   d.set("task_name", task.name);
-  d.set("task_origin", task.origin);
+  // A file's name, not its absolute path: the model has no use for this machine's folders.
+  d.set("task_origin", task.origin.substr(task.origin.rfind('/') + 1));
   if (task.level > 0) d.set("task_level", fmt::format("{}", task.level));
   d.set("reference_source", Code(task.source));
   const Tolerance tol = ToleranceOf(task.policy);

@@ -42,18 +42,18 @@ Request Conversation(const std::string& last) {
 TEST(CassetteTest, RecordedFromALocalServerReplaysIdentically) {
   TestServer ts;
   std::atomic<int> hits{0};
-  ts.server().Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+  ts.server().Post("/v1/chat/completions", [&](const httplib::Request& req,
+                                               httplib::Response& res) {
     const int n = ++hits;
     const json body = json::parse(req.body);
     // Odd spacing and unicode: the replayed body must be byte-identical, not re-serialised.
-    res.set_content(
-        "{ \"model\" : \"local-model\",\n  \"choices\":[{\"message\":{\"content\":" +
-            json("answer " + std::to_string(n) + " to " +
-                 body["messages"][1]["content"].get<std::string>() + " — ✓")
-                .dump() +
-            "},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":" + std::to_string(10 + n) +
-            ",\"completion_tokens\":5} }",
-        "application/json");
+    res.set_content("{ \"model\" : \"local-model\",\n  \"choices\":[{\"message\":{\"content\":" +
+                        json("answer " + std::to_string(n) + " to " +
+                             body["messages"][1]["content"].get<std::string>() + " — ✓")
+                            .dump() +
+                        "},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":" +
+                        std::to_string(10 + n) + ",\"completion_tokens\":5} }",
+                    "application/json");
   });
   TempDir dir;
   const auto path = dir.path() / "run.cassette.jsonl";
@@ -180,7 +180,8 @@ TEST(CassetteTest, BinaryBodiesRoundTripAndSecretsAreRedacted) {
       [&](const Request& r, const CallOptions&) -> Result<Response> {
         Response response;
         response.text = r.messages[0].Text() == "bin" ? "b" : "echo " + secret;
-        response.raw_body = r.messages[0].Text() == "bin" ? binary : "{\"echo\":\"" + secret + "\"}";
+        response.raw_body =
+            r.messages[0].Text() == "bin" ? binary : "{\"echo\":\"" + secret + "\"}";
         return response;
       },
       "m");
@@ -206,7 +207,8 @@ TEST(CassetteTest, BinaryBodiesRoundTripAndSecretsAreRedacted) {
 TEST(CassetteTest, LoadRejectsOtherVersionsAndEditedEntries) {
   TempDir dir;
   const auto v2 = dir.path() / "v2.jsonl";
-  std::ofstream(v2) << R"({"kforge_cassette":2})" << "\n";
+  std::ofstream(v2) << R"({"kforge_cassette":2})"
+                    << "\n";
   auto loaded = Cassette::Load(v2);
   ASSERT_FALSE(loaded.has_value());
   EXPECT_NE(loaded.error().message.find("version 2 is not supported"), std::string::npos);
@@ -262,8 +264,8 @@ TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
     auto writer = CassetteWriter::Create(path);
     ASSERT_TRUE(writer.has_value());
     auto recorder = NewRecordingProvider(inner, *writer);
-    for (const char* p : {"write it", "it took 1.25e-3 s, 3x faster, stopped by noise",
-                          "it took 1.02 ms"}) {
+    for (const char* p : {"write /work/main/examples/task.py",
+                          "it took 1.25e-3 s, 3x faster, stopped by noise", "it took 1.02 ms"}) {
       ASSERT_TRUE(recorder->Complete(Conversation(p), {}).has_value());
     }
   }
@@ -271,18 +273,20 @@ TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
   auto exact = Cassette::Load(path);
   ASSERT_TRUE(exact.has_value());
   auto strict = NewReplayProvider(*exact, "gen");
-  ASSERT_TRUE(strict->Complete(Conversation("write it"), {}).has_value());
+  ASSERT_TRUE(strict->Complete(Conversation("write /work/main/examples/task.py"), {}).has_value());
   EXPECT_FALSE(strict->Complete(Conversation("it took 2.5e-3 s, 2x faster"), {}).has_value());
 
   auto loaded = Cassette::Load(path, ReplayMatch::kNumbersMayDiffer);
   ASSERT_TRUE(loaded.has_value());
   auto replay = NewReplayProvider(*loaded, "gen");
-  ASSERT_TRUE(replay->Complete(Conversation("write it"), {}).has_value());
+  // Another checkout of the same file; another file name would not match.
+  EXPECT_FALSE(replay->Complete(Conversation("write /tmp/ci/examples/other.py"), {}).has_value());
+  ASSERT_TRUE(replay->Complete(Conversation("write /tmp/ci/examples/task.py"), {}).has_value());
   auto measured =
       replay->Complete(Conversation("it took 2.5e-3 s, 2x faster, stopped by timeout"), {});
   ASSERT_TRUE(measured.has_value()) << measured.error().message;
   EXPECT_EQ(measured->text, "re: it took 1.25e-3 s, 3x faster, stopped by noise");  // recorded
-  EXPECT_EQ((*loaded)->ServedByShape(), 1);
+  EXPECT_EQ((*loaded)->ServedByShape(), 2);  // the moved path and the measured numbers
   // Words still matter, and so do options.
   EXPECT_FALSE(replay->Complete(Conversation("it took 7 hours"), {}).has_value());
   Request hotter = Conversation("it took 988 us");

@@ -38,7 +38,10 @@ std::unique_ptr<Provider> NewRecordingProvider(std::shared_ptr<Provider> inner,
 // How a replayed request must match a recorded one.
 enum class ReplayMatch {
   kExact,             // byte-identical canonical request (the default)
-  kNumbersMayDiffer,  // after an exact-match attempt, numbers inside the messages may differ
+  // After an exact-match attempt, what differs between machines may differ inside the messages:
+  // numbers (with their duration units), how a timing stopped, and absolute paths (the last
+  // component must match).
+  kNumbersMayDiffer,
 };
 
 // A loaded cassette, shared by the replay providers of one run. Thread-safe.

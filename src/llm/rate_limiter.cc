@@ -92,6 +92,20 @@ Result<RateLimiter::Permit> RateLimiter::Acquire(std::int64_t estimated_tokens,
       return fail(ErrorCode::kCancelled, "call cancelled while waiting for the rate limit");
     }
     lock.lock();
+    // Without a burst, the starts themselves stay an interval apart: a thread woken late must
+    // not start right on the heels of the next one, or scheduling delays would bunch requests
+    // above the rate in a short window (what a provider's per-second limit counts).
+    while (limits_.burst <= 1 && last_start_ != Clock::time_point{}) {
+      const Clock::time_point woke = Clock::now();
+      const Clock::time_point earliest = last_start_ + interval;
+      if (woke >= earliest) break;
+      lock.unlock();
+      if (options.cancel.WaitFor(earliest - woke)) {
+        return fail(ErrorCode::kCancelled, "call cancelled while waiting for the rate limit");
+      }
+      lock.lock();
+    }
+    last_start_ = Clock::now();
   }
 
   // 3. Tokens.

@@ -63,6 +63,7 @@ class RateLimiter {
   std::condition_variable cv_;
   int in_flight_ = 0;                  // guarded by mu_
   Clock::time_point next_request_;     // guarded by mu_: earliest start of the next request slot
+  Clock::time_point last_start_;       // guarded by mu_: when the last request actually started
   double tokens_available_ = 0.0;      // guarded by mu_
   Clock::time_point tokens_refilled_;  // guarded by mu_
 };

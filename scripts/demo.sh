@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The demo: `kforge demo` replays a recorded LLM conversation through the real harness on the CPU
-# (cpu/opencl on PoCL): a kernel that does not compile, its fix, an optimization pass driven by
-# the analysis agent's advice, and a faster final kernel, compiled, checked and timed here.
+# The demo: `kforge demo` replays recorded LLM conversations through the real harness on the CPU
+# (cpu/opencl on PoCL): a correct kernel, optimization passes driven by the analysis agent's
+# advice and a faster final kernel; then a kernel that does not compile and its fix.
 # Then (TOUR=1) a short tour of `kforge eval`. Run scripts/setup-debian.sh first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,7 @@ KFORGE=build/dev/src/cli/kforge
 [ -x "$KFORGE" ] || KFORGE=build/ci/src/cli/kforge
 run() { echo; echo "\$ kforge $*"; "$KFORGE" "$@"; echo "(exit code $?)"; }
 run demo
+run demo --manifest examples/demo/repair.toml
 [ "${TOUR:-0}" = 1 ] || exit 0
 FIX=tests/fixtures/candidates
 run targets

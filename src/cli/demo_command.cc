@@ -29,6 +29,7 @@ struct DemoManifest {
   std::string model;
   int iterations = 1;
   bool profile = true;
+  bool expect_faster = true;  // the final kernel must beat the first correct one
   fs::path conversation;
 };
 
@@ -52,6 +53,7 @@ Result<DemoManifest> LoadManifest(const fs::path& path) {
   m.conversation = dir / *text("conversation");
   m.iterations = table["iterations"].value_or(1);
   m.profile = table["profile"].value_or(true);
+  m.expect_faster = table["expect_faster"].value_or(true);
   return m;
 }
 
@@ -178,6 +180,11 @@ int RunDemo(const DemoArgs& args) {
     fmt::print(stderr, "kforge demo: no correct candidate was timed\n");
     return 1;
   }
+  if (!manifest->expect_faster) {
+    fmt::print("\nFirst correct kernel: {}. Everything is stored in {}.\n",
+               FormatSeconds(*first_correct), run_dir.string());
+    return 0;
+  }
   const double gain = *first_correct / *best;
   fmt::print("\nFirst correct kernel: {}; final kernel: {}; {:.2f}x faster, measured here.\n",
              FormatSeconds(*first_correct), FormatSeconds(*best), gain);
@@ -198,13 +205,15 @@ void AddDemoCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "demo",
       "Replay the recorded conversation of examples/demo/ through the real harness on the CPU "
-      "(cpu/opencl, PoCL): a candidate that fails, its fix, an optimization pass driven by the "
-      "analysis agent's advice and a faster final kernel — compiled, checked and timed here. No "
+      "(cpu/opencl, PoCL): a correct first kernel, then optimization passes driven by the "
+      "analysis agent's advice, and a faster final kernel — compiled, checked and timed here "
+      "(--manifest examples/demo/repair.toml: a kernel that does not compile, and its fix). No "
       "API key or network needed.\nExit code: 0 the final kernel was faster than the first "
       "correct one, 1 it was not (or no correct kernel), 2 bad input, 3 KForge failed.");
   cmd->add_option("--manifest", args->manifest,
-                  "Demo manifest (TOML: task, target, model, iterations, conversation); default: "
-                  "examples/demo/demo.toml of the KForge installation");
+                  "Demo manifest (TOML: task, target, model, iterations, profile, expect_faster, "
+                  "conversation); default: examples/demo/demo.toml of the KForge installation; "
+                  "examples/demo/repair.toml replays a compile error and its fix");
   cmd->add_option("--runs-dir", args->runs_dir, "Where the run is stored")
       ->default_val("kforge-runs");
   cmd->callback([args] {

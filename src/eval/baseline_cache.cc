@@ -30,10 +30,11 @@ std::optional<std::string> BaselineCache::LastEnvironment(const std::string& run
 
 void BaselineCache::SetLastEnvironment(const std::string& runner_key,
                                        const std::string& environment_json) {
+  const std::string normalised = NormalisedEnvironment(environment_json);
+  if (LastEnvironment(runner_key) == normalised) return;  // the usual case: nothing changed
   // A cache that cannot be written only costs a re-measurement later.
   (void)MakeDirs(dir_);
-  (void)WriteFile(dir_ / fmt::format("environment-{}.json", ContentHash(runner_key)),
-                  NormalisedEnvironment(environment_json));
+  (void)WriteFile(dir_ / fmt::format("environment-{}.json", ContentHash(runner_key)), normalised);
 }
 
 std::map<std::string, std::string> BaselineCache::Find(const std::string& key) const {
@@ -50,6 +51,7 @@ std::map<std::string, std::string> BaselineCache::Find(const std::string& key) c
 
 void BaselineCache::Store(const std::string& key,
                           const std::map<std::string, std::string>& timings) {
+  if (timings.empty()) return;  // nothing measured fresh: the stored entry stands
   json stored = {{"version", kBaselineCacheVersion}, {"timings", json::object()}};
   for (const auto& [name, text] : Find(key)) stored["timings"][name] = json::parse(text);
   for (const auto& [name, text] : timings) {

@@ -66,6 +66,9 @@ struct BenchArgs {
   std::string replay_match = "exact";
   std::string record_note;
   bool inbox_wait = false;
+  // Start without this machine having the target (to render and record an inbox conversation
+  // elsewhere; every evaluation then fails here).
+  bool skip_target_check = false;
 };
 
 nlohmann::json ToJson(const BenchArgs& a) {
@@ -400,7 +403,7 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
                 kExitUsage);
   }
   // The submitting host of a Slurm bench need not have the target's device.
-  auto prepared = Prepare(args, /*probe=*/args.executor == "local");
+  auto prepared = Prepare(args, /*probe=*/args.executor == "local" && !args.skip_target_check);
   if (!prepared) {
     return Fail(who, prepared.error().message,
                 prepared.error().code == ErrorCode::kUnavailable ? kExitInfra : kExitUsage);
@@ -562,6 +565,10 @@ void AddBenchCommand(CLI::App& app) {
                   "Who answered the recorded calls, and how (kept in the cassette's header)");
   cmd->add_flag("--inbox-wait", args->inbox_wait,
                 "With an inbox model: wait for each answer file instead of stopping");
+  cmd->add_flag("--skip-target-check", args->skip_target_check,
+                "Start even if this machine lacks the target's toolchain or device: to render the "
+                "prompts of an inbox model and record its answers for a replay elsewhere (every "
+                "evaluation here then fails)");
   cmd->add_flag("!--no-time", args->time,
                "Correctness only: do not time correct candidates (no speedups; CI)");
   cmd->callback([args] {

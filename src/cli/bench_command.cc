@@ -234,7 +234,7 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
   setup.run_id = run_id;
   setup.tasks = std::move(tasks);
   setup.backend = prepared.backend.get();
-  setup.evaluate = evaluators.Placed(slots);
+  setup.evaluate = evaluators.Placed(slots, signals.stop());
   setup.generation_provider = providers->generation;
   setup.analysis_provider = providers->analysis;
   setup.budget = budget;
@@ -422,8 +422,9 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
              resuming ? "resuming" : "starting", prepared->suite.tasks.size(), args.suite,
              args.target, args.model, args.executor, run_dir.string());
   exec::StopSignals signals([](int count) {
-    std::fputs(count == 1 ? "\nstopping: no new step starts; steps in flight finish (Ctrl-C again "
-                            "to abandon them)\n"
+    std::fputs(count == 1 ? "\nstopping: no new step starts; evaluations running on a device and "
+                            "LLM calls in flight finish, evaluations still waiting for a device are "
+                            "left for `kforge resume` (Ctrl-C again to abandon everything)\n"
                           : "\nabandoning the steps in flight\n",
                stderr);
   });

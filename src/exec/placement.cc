@@ -43,12 +43,16 @@ Verdict Cancelled(const Task& task, const Backend& backend, const std::filesyste
 }  // namespace
 
 synth::EvaluateFn PlaceOnDevices(DeviceSlots& slots, DeviceEvaluateFn on_device,
-                                 BeforeSlotFn before) {
-  return [&slots, on_device = std::move(on_device), before = std::move(before)](
+                                 BeforeSlotFn before, std::stop_token waiting_stop) {
+  return [&slots, on_device = std::move(on_device), before = std::move(before), waiting_stop](
              const Task& task, const Backend& backend, const std::filesystem::path& candidate,
              std::stop_token stop) -> Verdict {
     if (before) before(backend, candidate);
-    auto lease = slots.Acquire(stop);
+    // Waiting ends on either token: one stop source fed by both.
+    std::stop_source wait;
+    std::stop_callback on_stop(stop, [&wait] { wait.request_stop(); });
+    std::stop_callback on_waiting_stop(waiting_stop, [&wait] { wait.request_stop(); });
+    auto lease = slots.Acquire(wait.get_token());
     if (!lease) return Cancelled(task, backend, candidate);
     return on_device(lease->device(), task, backend, candidate, stop);
   };
@@ -65,7 +69,7 @@ DeviceEvaluators::DeviceEvaluators(CompileService& compiler, const EvalOptions& 
 
 DeviceEvaluators::~DeviceEvaluators() = default;
 
-synth::EvaluateFn DeviceEvaluators::Placed(DeviceSlots& slots) {
+synth::EvaluateFn DeviceEvaluators::Placed(DeviceSlots& slots, std::stop_token waiting_stop) {
   auto on_device = [this](const Device& device, const Task& task, const Backend& /*backend*/,
                           const std::filesystem::path& candidate, std::stop_token stop) {
     const auto i = static_cast<std::size_t>(device.index);
@@ -77,7 +81,7 @@ synth::EvaluateFn DeviceEvaluators::Placed(DeviceSlots& slots) {
     // The outcome is cached by content; the evaluation inside the slot reads it from the cache.
     (void)compiler_.Submit(backend, candidate).get();
   };
-  return PlaceOnDevices(slots, std::move(on_device), std::move(before));
+  return PlaceOnDevices(slots, std::move(on_device), std::move(before), std::move(waiting_stop));
 }
 
 }  // namespace kforge::exec

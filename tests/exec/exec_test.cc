@@ -11,6 +11,7 @@
 
 #include "kforge/core/files.h"
 #include "kforge/exec/device_slots.h"
+#include "kforge/exec/placement.h"
 #include "kforge/exec/slurm_executor.h"
 #include "kforge/exec/store_merge.h"
 #include "synthetic_backend.h"
@@ -72,6 +73,43 @@ TEST(DeviceSlots, AcquireGivesUpWhenStopped) {
     stop.request_stop();
   });
   EXPECT_FALSE(slots.Acquire(stop.get_token()).has_value());
+}
+
+// A bench's first Ctrl-C: an evaluation still queued for a device comes back at once as
+// "cancelled" (resume evaluates it again) instead of waiting for the device; one that already
+// holds a device is not interrupted by that stop.
+TEST(PlaceOnDevices, WaitingStopPutsBackQueuedEvaluationsOnly) {
+  DeviceSlots slots(SimulatedDevices(1));
+  auto backend = NewBackend(*Target::Parse("cpu/cpp"));
+  const Task task{.id = "a", .name = "a", .origin = "", .level = 0, .problem_id = 0,
+                  .source = "", .overrides = {}, .policy = PrecisionPolicy::kStrict};
+  std::stop_source waiting_stop;
+  std::atomic<bool> on_device{false};
+  std::atomic<bool> release{false};
+  auto evaluate = PlaceOnDevices(
+      slots,
+      [&](const Device&, const Task& t, const Backend& b, const fs::path& c, std::stop_token) {
+        on_device = true;
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return testing::CannedVerdict(t, b, c);
+      },
+      {}, waiting_stop.get_token());
+  Verdict running;
+  std::jthread first([&] { running = evaluate(task, *backend, "first.cpp", {}); });
+  while (!on_device) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Verdict queued;
+  std::jthread second([&] { queued = evaluate(task, *backend, "second.cpp", {}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto stopped_at = std::chrono::steady_clock::now();
+  waiting_stop.request_stop();
+  second.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped_at, std::chrono::seconds(1));
+  EXPECT_EQ(queued.status, EvalStatus::kInfraError);
+  EXPECT_EQ(queued.message, "cancelled before a device was free");
+  release = true;
+  first.join();
+  EXPECT_NE(running.message, "cancelled before a device was free");
+  EXPECT_EQ(slots.Usage()[0].evaluations, 1);
 }
 
 TEST(BenchRunner, SyntheticBenchStoresEveryCandidateWithinALooseOverheadBound) {

@@ -32,10 +32,13 @@ using DeviceEvaluateFn =
 using BeforeSlotFn =
     std::function<void(const Backend& backend, const std::filesystem::path& candidate)>;
 
-// `slots` must outlive the returned function. A stop requested while waiting for a slot ends the
-// evaluation as infra_error "cancelled" (resume evaluates it again).
+// `slots` must outlive the returned function. A stop requested while waiting for a slot — the
+// evaluation's own stop token, or `waiting_stop` (a bench's first Ctrl-C: evaluations not yet on
+// a device are put back rather than queued behind the device) — ends the evaluation as
+// infra_error "cancelled before a device was free"; resume evaluates it again. An evaluation that
+// already holds a slot runs to its end unless its own token is stopped.
 synth::EvaluateFn PlaceOnDevices(DeviceSlots& slots, DeviceEvaluateFn on_device,
-                                 BeforeSlotFn before = {});
+                                 BeforeSlotFn before = {}, std::stop_token waiting_stop = {});
 
 class DeviceEvaluators {
  public:
@@ -46,8 +49,9 @@ class DeviceEvaluators {
   DeviceEvaluators(const DeviceEvaluators&) = delete;
   DeviceEvaluators& operator=(const DeviceEvaluators&) = delete;
 
-  // The EvaluateFn placing evaluations on `slots` (the same slots as the constructor's).
-  synth::EvaluateFn Placed(DeviceSlots& slots);
+  // The EvaluateFn placing evaluations on `slots` (the same slots as the constructor's);
+  // `waiting_stop` as in PlaceOnDevices.
+  synth::EvaluateFn Placed(DeviceSlots& slots, std::stop_token waiting_stop = {});
 
  private:
   CompileService& compiler_;

@@ -253,6 +253,7 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
 struct TaskSummary {
   bool correct = false;
   std::optional<double> speedup;
+  std::string apart;  // why the task is reported apart (degenerate, held for review), or ""
 };
 
 Result<std::map<std::string, TaskSummary>> Summarize(store::RunStore& store,
@@ -271,7 +272,16 @@ Result<std::map<std::string, TaskSummary>> Summarize(store::RunStore& store,
     auto sp = timing->find("speedup_vs_eager");
     if (sp != timing->end() && sp->is_number()) {
       const double v = sp->get<double>();
-      if (!s.speedup || v > *s.speedup) s.speedup = v;
+      if (!s.speedup || v > *s.speedup) {
+        s.speedup = v;
+        s.apart.clear();
+        const auto& degenerate = j.value("degenerate", nlohmann::json::object());
+        if (degenerate.is_object() && degenerate.value("flagged", false)) {
+          s.apart = "degenerate task";
+        } else if (timing->value("held_for_review", false)) {
+          s.apart = "held for review";
+        }
+      }
     }
   }
   return out;
@@ -283,9 +293,15 @@ int PrintSummary(store::RunStore& store, const std::string& run_id, std::size_t 
   if (!summary) return Fail(who, summary.error().message, kExitInfra);
   int correct = 0;
   std::vector<std::pair<double, std::string>> speedups;
+  std::vector<std::string> apart;
   for (const auto& [name, s] : *summary) {
     correct += s.correct ? 1 : 0;
-    if (s.speedup) speedups.emplace_back(*s.speedup, name);
+    if (!s.apart.empty()) {
+      apart.push_back(fmt::format("{} ({}{})", name, s.apart,
+                                  s.speedup ? fmt::format(", {:.2f}x", *s.speedup) : ""));
+    } else if (s.speedup) {
+      speedups.emplace_back(*s.speedup, name);
+    }
   }
   std::ranges::sort(speedups, std::greater<>());
   std::string best;
@@ -294,6 +310,10 @@ int PrintSummary(store::RunStore& store, const std::string& run_id, std::size_t 
   }
   fmt::print("\n{}/{} tasks with a correct kernel · best speedups vs eager: {}\n", correct,
              task_count, best.empty() ? "none" : best);
+  if (!apart.empty()) {
+    fmt::print("Reported apart (their speedups prove little or need a person's look): {}\n",
+               fmt::join(apart, ", "));
+  }
   fmt::print("Run stored in {}. Its report: kforge report {}\n", run_dir.string(),
              run_dir.string());
   if (interrupted) {

@@ -57,10 +57,12 @@ void BenchProgress::OnTaskFinished(std::size_t task, const TaskOutcome& outcome)
   row.state = outcome.state;
   row.correct = outcome.correct();
   row.speedup = outcome.speedup();
+  row.apart = outcome.reported_apart();
   if (!tty_) {
-    fmt::print(out_, "[{}] {}: {} · {} · {}\n", row.name, TaskStateName(outcome.state),
+    fmt::print(out_, "[{}] {}: {} · {}{} · {}\n", row.name, TaskStateName(outcome.state),
                row.correct ? "correct" : "no correct kernel",
                row.speedup ? fmt::format("{:.2f}x vs eager", *row.speedup) : "no speedup",
+               row.apart.empty() ? "" : fmt::format(" ({}; reported apart)", row.apart),
                outcome.stop_reason);
     fmt::print(out_, "{}\n", SummaryLine());
     std::fflush(out_);
@@ -72,6 +74,7 @@ void BenchProgress::OnTaskFinished(std::size_t task, const TaskOutcome& outcome)
 std::string BenchProgress::SummaryLine() const {
   int finished = 0;
   int correct = 0;
+  int apart = 0;
   std::vector<std::pair<double, std::string>> speedups;
   for (const Row& r : rows_) {
     if (r.state == TaskState::kDone || r.state == TaskState::kFailed ||
@@ -79,7 +82,12 @@ std::string BenchProgress::SummaryLine() const {
       ++finished;
     }
     if (r.correct) ++correct;
-    if (r.speedup) speedups.emplace_back(*r.speedup, r.name);
+    // Degenerate tasks and held timings would top the list with meaningless speedups.
+    if (!r.apart.empty()) {
+      ++apart;
+    } else if (r.speedup) {
+      speedups.emplace_back(*r.speedup, r.name);
+    }
   }
   std::ranges::sort(speedups, std::greater<>());
   std::string best;
@@ -92,6 +100,7 @@ std::string BenchProgress::SummaryLine() const {
     money = fmt::format(" · {} tokens · ${:.4f}", spent.input_tokens + spent.output_tokens,
                         spent.usd);
   }
+  if (apart > 0) best += fmt::format("{}({} reported apart)", best.empty() ? "" : " ", apart);
   return fmt::format("{}/{} tasks done · {} correct · best speedups: {}{} · {}", finished,
                      rows_.size(), correct, best.empty() ? "none yet" : best, money,
                      Duration(std::chrono::duration<double>(Clock::now() - start_).count()));

@@ -31,6 +31,14 @@ std::optional<double> TaskOutcome::speedup() const {
   return best->verdict.speedup_vs_eager;
 }
 
+std::string TaskOutcome::reported_apart() const {
+  if (!correct()) return "";
+  const Verdict& v = best->verdict;
+  if (v.degenerate.any()) return "degenerate task: " + v.degenerate.Describe();
+  if (v.held_for_review) return "held for review: " + v.review_reason;
+  return "";
+}
+
 Result<BenchResult> RunBench(BenchSetup setup) {
   if (setup.store == nullptr || setup.backend == nullptr || !setup.evaluate ||
       !setup.generation_provider || setup.run_id.empty()) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kforge/core/files.h"
+#include "kforge/exec/bench_progress.h"
 #include "kforge/exec/device_slots.h"
 #include "kforge/exec/placement.h"
 #include "kforge/exec/slurm_executor.h"
@@ -110,6 +111,39 @@ TEST(PlaceOnDevices, WaitingStopPutsBackQueuedEvaluationsOnly) {
   first.join();
   EXPECT_NE(running.message, "cancelled before a device was free");
   EXPECT_EQ(slots.Usage()[0].evaluations, 1);
+}
+
+// A degenerate task's or a held timing's speedup must not top the bench's "best speedups".
+TEST(BenchProgress, DegenerateAndHeldTasksAreReportedApart) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  BenchProgress progress(out, /*tty=*/false, {"honest", "all_zero", "held"}, 1, nullptr);
+  auto finished = [](double speedup) {
+    TaskOutcome o;
+    o.state = TaskState::kDone;
+    synth::EvaluatedCandidate c;
+    c.verdict.status = EvalStatus::kCorrect;
+    c.verdict.speedup_vs_eager = speedup;
+    o.best = c;
+    return o;
+  };
+  TaskOutcome honest = finished(1.5);
+  TaskOutcome degenerate = finished(1415.0);
+  degenerate.best->verdict.degenerate.all_zero = true;
+  TaskOutcome held = finished(51.0);
+  held.best->verdict.held_for_review = true;
+  held.best->verdict.review_reason = "51x faster than the fastest baseline (over 10x)";
+  EXPECT_EQ(honest.reported_apart(), "");
+  EXPECT_NE(degenerate.reported_apart().find("degenerate task"), std::string::npos);
+  EXPECT_NE(held.reported_apart().find("held for review"), std::string::npos);
+  progress.OnTaskFinished(0, honest);
+  progress.OnTaskFinished(1, degenerate);
+  progress.OnTaskFinished(2, held);
+  const std::string line = progress.SummaryLine();
+  EXPECT_NE(line.find("1.50x honest (2 reported apart)"), std::string::npos) << line;
+  EXPECT_EQ(line.find("1415"), std::string::npos) << line;
+  EXPECT_EQ(line.find("51.00x"), std::string::npos) << line;
+  std::fclose(out);
 }
 
 TEST(BenchRunner, SyntheticBenchStoresEveryCandidateWithinALooseOverheadBound) {

@@ -44,6 +44,7 @@ class BenchProgress : public BenchObserver {
     std::string last_status;
     bool correct = false;
     std::optional<double> speedup;
+    std::string apart;  // TaskOutcome::reported_apart()
   };
   void Draw(bool force);
 

@@ -46,6 +46,9 @@ struct TaskOutcome {
   bool correct() const { return best && best->correct(); }
   // The best candidate's speedup against PyTorch eager, when it is correct and was timed.
   std::optional<double> speedup() const;
+  // Why this task's result is reported apart from the others (a degenerate task, or a timing
+  // held for a person's review), or "" when it is not.
+  std::string reported_apart() const;
 };
 
 // Receives the bench's events (progress display, tests). Calls come from task threads, one at a

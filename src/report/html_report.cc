@@ -464,9 +464,16 @@ std::string RenderIndexHtml(const RunData& run, const RunMetrics& m, std::string
 
 Result<std::string> RenderTaskHtml(const RunData& run, const RunMetrics& m, std::size_t task_index,
                                    store::RunStore& store) {
+  std::string out;
+  KFORGE_RETURN_IF_ERROR(RenderTaskHtml(run, m, task_index, store, out));
+  return out;
+}
+
+Status RenderTaskHtml(const RunData& run, const RunMetrics& m, std::size_t task_index,
+                      store::RunStore& store, std::string& out) {
   const TaskData& task = run.tasks[task_index];
   const TaskOutcome& o = m.tasks[task_index];
-  std::string out;
+  out.clear();
   out.reserve(16 * 1024 + task.candidates.size() * 8 * 1024);
   out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
@@ -639,7 +646,7 @@ Result<std::string> RenderTaskHtml(const RunData& run, const RunMetrics& m, std:
     }
   }
   out += "</main>\n</body></html>\n";
-  return out;
+  return Ok();
 }
 
 }  // namespace kforge::report

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -116,7 +117,8 @@ Result<RunData> LoadRunData(const OpenedRun& opened, unsigned threads) {
   auto candidates = store.ListCandidates(run_id);
   if (!candidates) return std::unexpected(candidates.error());
   // Where each candidate lives: (task index, position in its task).
-  std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> where;
+  // Keys point into the candidate records, which stay where they are from here on.
+  std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> where;
   where.reserve(candidates->size());
   for (auto& c : *candidates) {
     auto it = task_index.find(c.task_id);
@@ -166,7 +168,7 @@ Result<RunData> LoadRunData(const OpenedRun& opened, unsigned threads) {
       batch->reserve(kBatch);
     };
     batch->reserve(kBatch);
-    Status scanned = store.ForEachEvaluation(run_id, [&](const store::EvaluationRecord& e) -> Status {
+    Status scanned = store.ForEachEvaluation(run_id, [&](store::EvaluationRecord& e) -> Status {
       auto it = where.find(e.candidate_id);
       if (it == where.end()) return Ok();
       CandidateData& cd = data.tasks[it->second.first].candidates[it->second.second];
@@ -175,18 +177,9 @@ Result<RunData> LoadRunData(const OpenedRun& opened, unsigned threads) {
                                std::tie(e.created_at, e.id)) {
         return Ok();  // an older evaluation of a candidate evaluated again
       }
-      store::EvaluationRecord kept;
-      kept.id = e.id;
-      kept.run_id = e.run_id;
-      kept.candidate_id = e.candidate_id;
-      kept.target = e.target;
-      kept.device = e.device;
-      kept.status = e.status;
-      kept.verdict_json.clear();  // parsed into `verdict`
-      kept.wall_s = e.wall_s;
-      kept.created_at = e.created_at;
-      cd.evaluation = std::move(kept);
-      batch->push_back(Parse{&cd, e.id, e.verdict_json});
+      batch->push_back(Parse{&cd, e.id, std::move(e.verdict_json)});
+      e.verdict_json.clear();  // parsed into `verdict`
+      cd.evaluation = std::move(e);
       if (batch->size() == kBatch) submit();
       return Ok();
     });
@@ -212,14 +205,16 @@ Result<RunData> LoadRunData(const OpenedRun& opened, unsigned threads) {
   }
 
   // LLM usage, credited to the task whose candidate a call produced or advised on.
-  std::unordered_map<std::string, std::size_t> call_task;
+  auto recommendations = store.ListRecommendations(run_id);
+  if (!recommendations) return std::unexpected(recommendations.error());
+  // Keys point into the candidate and recommendation records.
+  std::unordered_map<std::string_view, std::size_t> call_task;
+  call_task.reserve(where.size() + recommendations->size());
   for (std::size_t t = 0; t < data.tasks.size(); ++t) {
     for (const auto& c : data.tasks[t].candidates) {
       if (c.record.llm_call_id) call_task.emplace(*c.record.llm_call_id, t);
     }
   }
-  auto recommendations = store.ListRecommendations(run_id);
-  if (!recommendations) return std::unexpected(recommendations.error());
   for (const auto& r : *recommendations) {
     auto it = where.find(r.candidate_id);
     if (it == where.end()) continue;

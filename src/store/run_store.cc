@@ -276,7 +276,7 @@ struct RunStore::Impl {
   // Calls `visit` with each row `sql` returns, read by `read`.
   template <typename T, typename... Args>
   Status QueryEach(Result<T> (*read)(const Statement&, int),
-                   const std::function<Status(const T&)>& visit, std::string_view sql,
+                   const std::function<Status(T&)>& visit, std::string_view sql,
                    const Args&... args) {
     std::lock_guard<std::mutex> lock(mu);
     auto stmt = Statement::Prepare(db, sql);
@@ -550,7 +550,7 @@ Result<std::vector<EvaluationRecord>> RunStore::ListEvaluations(const std::strin
 }
 
 Status RunStore::ForEachEvaluation(const std::string& run_id,
-                                   const std::function<Status(const EvaluationRecord&)>& visit) {
+                                   const std::function<Status(EvaluationRecord&)>& visit) {
   return impl_->QueryEach(&ReadEvaluation, visit,
                           fmt::format("SELECT {} FROM evaluations WHERE run_id = ?",
                                       kEvaluationColumns),

@@ -115,10 +115,10 @@ class RunStore {
   Result<std::vector<EvaluationRecord>> ListEvaluations(const std::string& run_id);
   // Calls `visit` with each evaluation of run `run_id`, one row at a time and in no particular
   // order (no sort: a run's verdicts can be hundreds of MB), so that the caller keeps only what
-  // it needs. The record is valid during the call only. An error `visit` returns stops the scan
-  // and is returned.
+  // it needs. `visit` may move from the record; it is not used after the call. An error `visit`
+  // returns stops the scan and is returned.
   Status ForEachEvaluation(const std::string& run_id,
-                           const std::function<Status(const EvaluationRecord&)>& visit);
+                           const std::function<Status(EvaluationRecord&)>& visit);
   // The evaluations of run `run_id`, each with its candidate and the name of its task.
   Result<std::vector<EvaluationRow>> ListEvaluationRows(const std::string& run_id);
   // The same for the candidates of task `task_id` only (indexed: cheap in a run of many tasks).

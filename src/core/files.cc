@@ -1,26 +1,48 @@
 #include "kforge/core/files.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace kforge {
 
 namespace fs = std::filesystem;
 
 Result<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // read(2) into one string sized by fstat: a report reads 100,000 small artifacts, and a stream
+  // copies each twice.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return IoError(fmt::format("cannot read {}: {}", path.string(), std::strerror(errno)));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  std::string out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    out.resize(static_cast<std::size_t>(st.st_size) + 1);  // + 1: the read that sees the end
+  }
+  std::size_t size = 0;
+  for (;;) {
+    if (size == out.size()) out.resize(std::max<std::size_t>(4096, out.size() * 2));
+    const ssize_t n = ::read(fd, out.data() + size, out.size() - size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return IoError(fmt::format("cannot read {}: {}", path.string(), std::strerror(err)));
+    }
+    if (n == 0) break;
+    size += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  out.resize(size);
+  return out;
 }
 
 Status WriteFile(const fs::path& path, std::string_view contents) {

@@ -1,5 +1,7 @@
 #include "kforge/report/html_escape.h"
 
+#include <array>
+
 namespace kforge::report {
 namespace {
 
@@ -35,10 +37,17 @@ std::size_t Utf8Length(std::string_view s, std::size_t i) {
 }  // namespace
 
 // Bytes that are copied as they are: printable ASCII other than & < > " ', and tab, LF, CR.
-constexpr bool IsPlain(unsigned char c) {
+constexpr bool IsPlainByte(unsigned char c) {
   return (c >= 0x20 && c < 0x7F && c != '&' && c != '<' && c != '>' && c != '"' && c != '\'') ||
          c == '\t' || c == '\n' || c == '\r';
 }
+// The same as a table: escaping runs over every source and diff of a report.
+constexpr auto kPlain = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) t[c] = IsPlainByte(static_cast<unsigned char>(c));
+  return t;
+}();
+inline bool IsPlain(unsigned char c) { return kPlain[c]; }
 
 std::string EscapeHtml(std::string_view text) {
   std::string out;

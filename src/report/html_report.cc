@@ -19,6 +19,11 @@ using nlohmann::json;
 
 constexpr std::size_t Index(Baseline b) { return static_cast<std::size_t>(b); }
 
+// A diff longer than this is cut, with a note, and the candidate's full source is shown instead:
+// a candidate rewritten from scratch would otherwise weigh its page down twice (every line deleted
+// and inserted).
+constexpr std::size_t kMaxDiffLines = 2000;
+
 std::string H(std::string_view text) { return EscapeHtml(text); }
 
 std::string Fixed(const std::optional<double>& x, int digits = 2, std::string_view none = "—") {
@@ -459,9 +464,16 @@ std::string RenderIndexHtml(const RunData& run, const RunMetrics& m, std::string
 
 Result<std::string> RenderTaskHtml(const RunData& run, const RunMetrics& m, std::size_t task_index,
                                    store::RunStore& store) {
+  std::string out;
+  KFORGE_RETURN_IF_ERROR(RenderTaskHtml(run, m, task_index, store, out));
+  return out;
+}
+
+Status RenderTaskHtml(const RunData& run, const RunMetrics& m, std::size_t task_index,
+                      store::RunStore& store, std::string& out) {
   const TaskData& task = run.tasks[task_index];
   const TaskOutcome& o = m.tasks[task_index];
-  std::string out;
+  out.clear();
   out.reserve(16 * 1024 + task.candidates.size() * 8 * 1024);
   out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
@@ -565,13 +577,15 @@ Result<std::string> RenderTaskHtml(const RunData& run, const RunMetrics& m, std:
     } else if (before && source(*before)) {
       const std::string diff = UnifiedDiff(*source(*before), *text, task.candidates[*before].record.id,
                                            c.record.id);
+      bool truncated = false;
       if (diff.empty()) {
         out += fmt::format("<p class=note>same source as {}</p>\n", H(task.candidates[*before].record.id));
       } else {
         out += fmt::format("<details open><summary>diff from {}</summary><pre class=diff>",
                            H(task.candidates[*before].record.id));
         std::size_t start = 0;
-        while (start < diff.size()) {
+        std::size_t lines = 0;
+        while (start < diff.size() && lines < kMaxDiffLines) {
           std::size_t end = diff.find('\n', start);
           if (end == std::string::npos) end = diff.size();
           std::string_view line(diff.data() + start, end - start);
@@ -591,10 +605,19 @@ Result<std::string> RenderTaskHtml(const RunData& run, const RunMetrics& m, std:
             out += '\n';
           }
           start = end + 1;
+          ++lines;
         }
-        out += "</pre></details>\n";
+        out += "</pre>";
+        if (start < diff.size()) {
+          truncated = true;
+          const auto rest = std::count(diff.begin() + static_cast<std::ptrdiff_t>(start), diff.end(), '\n');
+          out += fmt::format("<p class=note>Diff cut after {} lines ({} more not shown); the full "
+                             "source is below.</p>",
+                             kMaxDiffLines, rest);
+        }
+        out += "</details>\n";
       }
-      if (c.record.id == o.best_id) {
+      if (c.record.id == o.best_id || truncated) {
         out += "<details><summary>full source</summary><pre>";
         AppendEscapedHtml(out, *text);
         out += "</pre></details>\n";
@@ -623,7 +646,7 @@ Result<std::string> RenderTaskHtml(const RunData& run, const RunMetrics& m, std:
     }
   }
   out += "</main>\n</body></html>\n";
-  return out;
+  return Ok();
 }
 
 }  // namespace kforge::report

@@ -101,10 +101,10 @@ Result<ReportFiles> WriteReport(const OpenedRun& opened, const RunData& run, con
   std::vector<Error> errors(threads);
   std::vector<bool> failed(threads, false);
   auto worker = [&](unsigned w) {
+    std::string page;  // one buffer per worker, reused from page to page
     for (std::size_t i = next++; i < n; i = next++) {
-      auto page = RenderTaskHtml(run, metrics, i, *opened.store);
-      Status written = page ? WriteFile(options.out_dir / TaskPagePath(i), *page)
-                            : Status(std::unexpected(page.error()));
+      Status written = RenderTaskHtml(run, metrics, i, *opened.store, page);
+      if (written) written = WriteFile(options.out_dir / TaskPagePath(i), page);
       if (!written) {
         errors[w] = written.error();
         failed[w] = true;

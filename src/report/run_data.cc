@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "kforge/core/thread_pool.h"
@@ -33,7 +35,9 @@ Result<OpenedRun> OpenRunForReading(const fs::path& path, const std::string& run
         "`kforge bench` printed",
         run_dir.string()));
   }
-  auto store = store::RunStore::Open(run_dir);
+  store::RunStore::Options options;
+  options.mmap_size = std::int64_t{1} << 32;  // a read-only scan: map the database, not copy it
+  auto store = store::RunStore::Open(run_dir, options);
   if (!store) return std::unexpected(store.error());
   auto runs = (*store)->ListRuns();  // newest first
   if (!runs) return std::unexpected(runs.error());
@@ -113,7 +117,8 @@ Result<RunData> LoadRunData(const OpenedRun& opened, unsigned threads) {
   auto candidates = store.ListCandidates(run_id);
   if (!candidates) return std::unexpected(candidates.error());
   // Where each candidate lives: (task index, position in its task).
-  std::unordered_map<std::string, std::pair<std::size_t, std::size_t>> where;
+  // Keys point into the candidate records, which stay where they are from here on.
+  std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> where;
   where.reserve(candidates->size());
   for (auto& c : *candidates) {
     auto it = task_index.find(c.task_id);
@@ -132,64 +137,84 @@ Result<RunData> LoadRunData(const OpenedRun& opened, unsigned threads) {
     for (std::size_t i = 0; i < list.size(); ++i) where.emplace(list[i].record.id, std::pair{t, i});
   }
 
+  // Evaluations, streamed in no particular order (sorting them would sort every verdict): the
+  // latest one of a candidate (created_at, then id) is its outcome. Verdicts are parsed on a pool
+  // while the store is read, batch by batch, and the parse of each candidate's latest evaluation
+  // is kept.
   {
-    auto evaluations = store.ListEvaluations(run_id);  // oldest first: the last one wins
-    if (!evaluations) return std::unexpected(evaluations.error());
-    for (auto& e : *evaluations) {
+    struct Parse {
+      CandidateData* candidate;
+      std::string evaluation_id;
+      std::string verdict_json;  // cleared once parsed
+      Result<VerdictSummary> verdict = VerdictSummary{};
+    };
+    using Batch = std::vector<Parse>;
+    constexpr std::size_t kBatch = 512;
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    ThreadPool pool(std::max(1u, threads > 1 ? threads - 1 : 1u));
+    std::vector<std::unique_ptr<Batch>> batches;
+    std::vector<std::future<void>> parsed;
+    auto batch = std::make_unique<Batch>();
+    auto submit = [&] {
+      Batch* b = batch.get();
+      batches.push_back(std::move(batch));
+      parsed.push_back(pool.Submit([b] {
+        for (Parse& p : *b) {
+          p.verdict = ParseVerdictSummary(p.verdict_json, p.evaluation_id);
+          p.verdict_json = std::string();
+        }
+      }));
+      batch = std::make_unique<Batch>();
+      batch->reserve(kBatch);
+    };
+    batch->reserve(kBatch);
+    Status scanned = store.ForEachEvaluation(run_id, [&](store::EvaluationRecord& e) -> Status {
       auto it = where.find(e.candidate_id);
-      if (it == where.end()) continue;
+      if (it == where.end()) return Ok();
       CandidateData& cd = data.tasks[it->second.first].candidates[it->second.second];
       ++cd.evaluations;
-      cd.evaluation = std::move(e);
-    }
-  }
-
-  // Parse the verdicts, in parallel: at 100,000 candidates this is most of the loading time.
-  std::vector<CandidateData*> evaluated;
-  for (auto& t : data.tasks) {
-    for (auto& c : t.candidates) {
-      if (c.evaluation) evaluated.push_back(&c);
-    }
-  }
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t chunks = std::min<std::size_t>(threads, std::max<std::size_t>(1, evaluated.size() / 256));
-  std::vector<std::int64_t> unparsable(chunks, 0);
-  auto parse_range = [&](std::size_t chunk) {
-    const std::size_t begin = evaluated.size() * chunk / chunks;
-    const std::size_t end = evaluated.size() * (chunk + 1) / chunks;
-    for (std::size_t i = begin; i < end; ++i) {
-      CandidateData& c = *evaluated[i];
-      auto parsed = ParseVerdictSummary(c.evaluation->verdict_json, c.evaluation->id);
-      if (parsed) {
-        c.verdict = std::move(*parsed);
-      } else {
-        ++unparsable[chunk];
-        c.verdict.message = parsed.error().message;
+      if (cd.evaluation && std::tie(cd.evaluation->created_at, cd.evaluation->id) >
+                               std::tie(e.created_at, e.id)) {
+        return Ok();  // an older evaluation of a candidate evaluated again
       }
-      c.verdict.status = std::string(store::ToString(c.evaluation->status));
-      c.evaluation->verdict_json.clear();
-      c.evaluation->verdict_json.shrink_to_fit();
+      batch->push_back(Parse{&cd, e.id, std::move(e.verdict_json)});
+      e.verdict_json.clear();  // parsed into `verdict`
+      cd.evaluation = std::move(e);
+      if (batch->size() == kBatch) submit();
+      return Ok();
+    });
+    if (!batch->empty()) submit();
+    for (auto& f : parsed) f.get();
+    if (!scanned) return std::unexpected(scanned.error());
+    // In submission order, so that of two parses of one candidate the later (its latest
+    // evaluation) is the one kept.
+    for (const auto& b : batches) {
+      for (Parse& p : *b) {
+        CandidateData& c = *p.candidate;
+        if (c.evaluation->id != p.evaluation_id) continue;
+        if (p.verdict) {
+          c.verdict = std::move(*p.verdict);
+        } else {
+          ++data.unparsable_verdicts;
+          c.verdict = VerdictSummary{};
+          c.verdict.message = p.verdict.error().message;
+        }
+        c.verdict.status = std::string(store::ToString(c.evaluation->status));
+      }
     }
-  };
-  if (chunks <= 1) {
-    if (!evaluated.empty()) parse_range(0);
-  } else {
-    ThreadPool pool(chunks);
-    std::vector<std::future<void>> done;
-    for (std::size_t k = 0; k < chunks; ++k) done.push_back(pool.Submit([&, k] { parse_range(k); }));
-    for (auto& f : done) f.get();
   }
-  for (auto n : unparsable) data.unparsable_verdicts += n;
 
   // LLM usage, credited to the task whose candidate a call produced or advised on.
-  std::unordered_map<std::string, std::size_t> call_task;
+  auto recommendations = store.ListRecommendations(run_id);
+  if (!recommendations) return std::unexpected(recommendations.error());
+  // Keys point into the candidate and recommendation records.
+  std::unordered_map<std::string_view, std::size_t> call_task;
+  call_task.reserve(where.size() + recommendations->size());
   for (std::size_t t = 0; t < data.tasks.size(); ++t) {
     for (const auto& c : data.tasks[t].candidates) {
       if (c.record.llm_call_id) call_task.emplace(*c.record.llm_call_id, t);
     }
   }
-  auto recommendations = store.ListRecommendations(run_id);
-  if (!recommendations) return std::unexpected(recommendations.error());
   for (const auto& r : *recommendations) {
     auto it = where.find(r.candidate_id);
     if (it == where.end()) continue;

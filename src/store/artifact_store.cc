@@ -48,12 +48,14 @@ Result<std::string> ArtifactStore::Get(const std::string& hash) const {
         fmt::format("'{}' is not an artifact hash (expected 32 lowercase hex characters)", hash));
   }
   fs::path path = Path(hash);
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    return NotFound(fmt::format("artifact {} not found at {}", hash, path.string()));
-  }
   auto bytes = ReadFile(path);
-  if (!bytes) return bytes;
+  if (!bytes) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      return NotFound(fmt::format("artifact {} not found at {}", hash, path.string()));
+    }
+    return bytes;
+  }
   if (std::string actual = ContentHash(*bytes); actual != hash) {
     return IoError(fmt::format("artifact {} is damaged: its content hashes to {}", path.string(),
                                actual));

@@ -273,6 +273,25 @@ struct RunStore::Impl {
     }
   }
 
+  // Calls `visit` with each row `sql` returns, read by `read`.
+  template <typename T, typename... Args>
+  Status QueryEach(Result<T> (*read)(const Statement&, int),
+                   const std::function<Status(T&)>& visit, std::string_view sql,
+                   const Args&... args) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto stmt = Statement::Prepare(db, sql);
+    if (!stmt) return std::unexpected(std::move(stmt).error());
+    stmt->BindAll(args...);
+    for (;;) {
+      auto row = stmt->Step();
+      if (!row) return std::unexpected(std::move(row).error());
+      if (!*row) return Ok();
+      auto record = read(*stmt, 0);
+      if (!record) return std::unexpected(Context(std::move(record).error(), db_path.string()));
+      KFORGE_RETURN_IF_ERROR(visit(*record));
+    }
+  }
+
   // The first row `sql` returns, or nullopt.
   template <typename T, typename... Args>
   Result<std::optional<T>> QueryFirst(Result<T> (*read)(const Statement&, int),
@@ -348,6 +367,10 @@ Result<std::unique_ptr<RunStore>> RunStore::Open(const fs::path& run_dir, const 
     KFORGE_RETURN_IF_ERROR(internal::Exec(impl->db,
                                           "PRAGMA foreign_keys = ON;"
                                           "PRAGMA synchronous = NORMAL;"));
+    if (options.mmap_size > 0) {
+      KFORGE_RETURN_IF_ERROR(internal::Exec(
+          impl->db, fmt::format("PRAGMA mmap_size = {};", options.mmap_size)));
+    }
     return internal::Migrate(impl->db, impl->db_path);
   };
   if (Status status = setup(); !status) {
@@ -524,6 +547,14 @@ Result<std::vector<EvaluationRecord>> RunStore::ListEvaluations(const std::strin
                                      "ORDER BY created_at, id",
                                      kEvaluationColumns),
                          run_id);
+}
+
+Status RunStore::ForEachEvaluation(const std::string& run_id,
+                                   const std::function<Status(EvaluationRecord&)>& visit) {
+  return impl_->QueryEach(&ReadEvaluation, visit,
+                          fmt::format("SELECT {} FROM evaluations WHERE run_id = ?",
+                                      kEvaluationColumns),
+                          run_id);
 }
 
 Result<std::vector<EvaluationRow>> RunStore::ListEvaluationRows(const std::string& run_id) {

@@ -1,5 +1,6 @@
 #include "kforge/report/metrics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -352,6 +353,56 @@ TEST(ReportMetrics, LatestEvaluationOfACandidateCounts) {
   EXPECT_EQ(data.tasks[0].candidates[0].evaluations, 2);
   EXPECT_TRUE(FindTask(m, "re").correct);
   EXPECT_DOUBLE_EQ(*FindTask(m, "re").best_speedup[kEager], 2.5);
+}
+
+// Evaluations are read in storage order, not sorted: the latest by time still wins when it was
+// stored first, when it lands in a later parse batch than the older one, and an older unreadable
+// verdict is not counted as unreadable.
+TEST(ReportRunData, LatestEvaluationWinsWhateverTheStorageOrder) {
+  ScratchDir dir;
+  std::string first;
+  {
+    StoreBuilder b(dir.path());
+    auto t = b.Task("many");
+    first = b.Candidate(t, 0, 0, "x0");
+    b.Evaluate(first, Correct(1.5));
+    for (int i = 1; i < 1200; ++i) b.Evaluate(b.Candidate(t, 0, i, fmt::format("x{}", i)), Correct(1.0));
+    b.Evaluate(first, Correct(3.0));  // newer, stored 1,200 rows later
+    auto late = b.Candidate(b.Task("late"), 0, 0, "y");
+    const std::string newest = b.Evaluate(late, Correct(2.0));
+    // An older evaluation of `late` stored after its newer one, with a verdict that is not an
+    // object.
+    store::EvaluationRecord older;
+    older.id = "evl-older";
+    older.run_id = b.run_id();
+    older.candidate_id = late;
+    older.target = "cpu/cpp";
+    older.device = "cpu";
+    older.status = store::EvaluationStatus::kInfraError;
+    older.verdict_json = "[]";
+    older.created_at = store::Timestamp(std::chrono::milliseconds(1000));
+    ASSERT_TRUE(b.store().AddEvaluation(older).has_value());
+    b.Finish();
+    (void)newest;
+  }
+  auto [data, m] = Load(dir.path());
+  EXPECT_EQ(data.unparsable_verdicts, 0);
+  ASSERT_EQ(data.tasks.size(), 2u);
+  const auto& late = data.tasks[0].candidates[0];  // tasks by name: "late", "many"
+  const auto& many = data.tasks[1];
+  ASSERT_EQ(many.record.name, "many");
+  ASSERT_EQ(many.candidates.size(), 1200u);
+  EXPECT_EQ(many.candidates[0].record.id, first);
+  EXPECT_EQ(many.candidates[0].evaluations, 2);
+  EXPECT_DOUBLE_EQ(*FindTask(m, "many").best_speedup[kEager], 3.0);
+  for (std::size_t i = 1; i < many.candidates.size(); ++i) {
+    ASSERT_EQ(many.candidates[i].verdict.status, "correct") << i;
+    ASSERT_DOUBLE_EQ(*many.candidates[i].verdict.speedup_vs_eager, 1.0) << i;
+  }
+  EXPECT_EQ(late.evaluations, 2);
+  EXPECT_EQ(late.evaluation->status, store::EvaluationStatus::kCorrect);
+  EXPECT_TRUE(FindTask(m, "late").correct);
+  EXPECT_DOUBLE_EQ(*FindTask(m, "late").best_speedup[kEager], 2.0);
 }
 
 TEST(ReportRunData, RefusesWhatIsNotARunDirectory) {

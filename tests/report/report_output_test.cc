@@ -194,6 +194,47 @@ TEST(ReportHtml, TextFromTheRunCannotInjectMarkup) {
   EXPECT_EQ(page->find("<script"), std::string::npos);
 }
 
+// A candidate rewritten from scratch: its diff (every line deleted and inserted) is cut at 2,000
+// lines with a note, and its full source is shown instead; an ordinary diff is not cut.
+TEST(ReportHtml, AVeryLongDiffIsCutAndTheFullSourceShown) {
+  ScratchDir dir;
+  {
+    StoreBuilder b(dir.path());
+    auto t = b.Task("rewrite");
+    std::string old_source, new_source;
+    for (int i = 0; i < 3000; ++i) {
+      old_source += fmt::format("old line {}\n", i);
+      new_source += fmt::format("new line {}\n", i);
+    }
+    auto c0 = b.Candidate(t, 0, 0, old_source);
+    b.Evaluate(c0, Timed(1.0));
+    auto c1 = b.Candidate(t, 0, 1, new_source, c0);
+    b.Evaluate(c1, Timed(0.5));  // not the best: its full source is shown only because of the cut
+    auto c2 = b.Candidate(t, 0, 2, new_source + "one more line\n", c1);
+    b.Evaluate(c2, Timed(0.4));
+    b.Finish();
+  }
+  auto built = Build(dir.path());
+  auto page = RenderTaskHtml(built.data, built.metrics, 0, *built.opened.store);
+  ASSERT_TRUE(page.has_value()) << page.error().message;
+  // The cut diff: 2,000 lines of its 6,003 (3 header lines, 3,000 deletions, 3,000 insertions).
+  EXPECT_NE(page->find("Diff cut after 2000 lines (4003 more not shown); the full source is below."),
+            std::string::npos);
+  EXPECT_EQ(page->find("Diff cut after", page->find("Diff cut after") + 1), std::string::npos)
+      << "only the rewrite's diff is cut";
+  EXPECT_NE(page->find("<span class=d>-old line 1996</span>"), std::string::npos);
+  EXPECT_EQ(page->find("<span class=d>-old line 1997</span>"), std::string::npos);
+  EXPECT_EQ(page->find("<span class=a>+new line 0</span>"), std::string::npos);
+  // The full source of the rewrite follows the cut diff (new line 2999 appears in it, and in the
+  // next candidate's diff context).
+  const auto cut = page->find("Diff cut after");
+  const auto full = page->find("<summary>full source</summary><pre>new line 0\n", cut);
+  ASSERT_NE(full, std::string::npos);
+  EXPECT_NE(page->find("new line 2999\n</pre>", full), std::string::npos);
+  // The next, one-line change is an ordinary diff.
+  EXPECT_NE(page->find("<span class=a>+one more line</span>"), std::string::npos);
+}
+
 TEST(ReportWriter, WritesTheChosenFormatsAndTaskPages) {
   ScratchDir dir;
   FixedRun(dir.path() / "run");

@@ -33,6 +33,9 @@ std::string RenderIndexHtml(const RunData& run, const RunMetrics& metrics, std::
 // from `store`. A missing artifact is shown as such on the page, not an error.
 Result<std::string> RenderTaskHtml(const RunData& run, const RunMetrics& metrics,
                                    std::size_t task_index, store::RunStore& store);
+// The same into `out` (cleared first), so that a writer of many pages reuses one buffer.
+Status RenderTaskHtml(const RunData& run, const RunMetrics& metrics, std::size_t task_index,
+                      store::RunStore& store, std::string& out);
 
 }  // namespace kforge::report
 

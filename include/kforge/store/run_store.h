@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,10 @@ class RunStore {
     // How long a write waits for another connection's write lock before failing with
     // kUnavailable. Writes are short; 30 s outlasts any healthy writer.
     std::chrono::milliseconds busy_timeout{30000};
+    // Bytes of the database file SQLite may read through a memory map (PRAGMA mmap_size). 0,
+    // the default, reads through read(2) only; a large read-only scan (kforge report) maps it to
+    // save a copy of every page.
+    std::int64_t mmap_size = 0;
   };
 
   // Opens the store in `run_dir`, creating the directory, run.sqlite and artifacts/ as needed, and
@@ -108,6 +113,12 @@ class RunStore {
   Result<std::vector<TaskRecord>> ListTasks(const std::string& run_id);
   Result<std::vector<CandidateRecord>> ListCandidates(const std::string& run_id);
   Result<std::vector<EvaluationRecord>> ListEvaluations(const std::string& run_id);
+  // Calls `visit` with each evaluation of run `run_id`, one row at a time and in no particular
+  // order (no sort: a run's verdicts can be hundreds of MB), so that the caller keeps only what
+  // it needs. `visit` may move from the record; it is not used after the call. An error `visit`
+  // returns stops the scan and is returned.
+  Status ForEachEvaluation(const std::string& run_id,
+                           const std::function<Status(EvaluationRecord&)>& visit);
   // The evaluations of run `run_id`, each with its candidate and the name of its task.
   Result<std::vector<EvaluationRow>> ListEvaluationRows(const std::string& run_id);
   // The same for the candidates of task `task_id` only (indexed: cheap in a run of many tasks).

@@ -147,3 +147,31 @@ def test_patch_refuses_a_model_without_the_site(norm_kernel):
     site["instances"] = ["missing.norm"]
     with pytest.raises(ValueError, match="missing.norm"):
         torch_op.patch(Net(), [site], {"ScaledNorm": norm_kernel}, "kforge_test_missing")
+
+
+def test_equivalence_catches_a_token_change_and_an_error_beyond_tolerance():
+    from kforge_runner.e2e import measure_phase
+    reference = [torch.tensor([[0.0, 1.0, 0.5]]), torch.tensor([[0.2, 0.1, 0.0]])]
+    same = measure_phase._compare(reference, [t.clone() for t in reference], 1e-4)
+    assert same["within_tolerance"] and same["same_greedy_tokens"]
+    off = [reference[0] + 1e-3, reference[1]]
+    result = measure_phase._compare(reference, off, 1e-4)
+    assert not result["within_tolerance"] and result["same_greedy_tokens"]
+    flipped = [reference[0], torch.tensor([[0.1, 0.2, 0.0]])]
+    result = measure_phase._compare(reference, flipped, 1e-1)
+    assert not result["same_greedy_tokens"] and result["first_token_divergence"] == 1
+
+
+def test_model_file_errors_name_the_file_and_the_fix(tmp_path):
+    from kforge_runner.e2e import model_file
+    bad = tmp_path / "model.py"
+    bad.write_text("CONFIGS = {'tiny': {'dtype': 'float32'}}\n"
+                   "def build_model(c): pass\ndef new_session(*a): pass\n")
+    with pytest.raises(model_file.ModelFileError, match="no configuration 'real'.*tiny"):
+        model_file.load(str(bad), "real")
+    with pytest.raises(model_file.ModelFileError, match="lacks 'batch_sizes'"):
+        model_file.load(str(bad), "tiny")
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (:\n")
+    with pytest.raises(model_file.ModelFileError, match="could not be executed as Python"):
+        model_file.load(str(broken), "tiny")

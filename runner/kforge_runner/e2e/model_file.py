@@ -58,7 +58,13 @@ class ModelFile:
 
 def load(path: str, config_name: str) -> ModelFile:
     """Executes the model file and checks the contract; raises ModelFileError."""
-    module = source_loader.load_module(path, MODEL_MODULE_NAME)
+    try:
+        module = source_loader.load_module(path, MODEL_MODULE_NAME)
+    except Exception as e:  # the user's file: its failure is a message for the user
+        raise ModelFileError(
+            f"{path} could not be executed as Python ({type(e).__name__}: {e}); a kforge e2e "
+            f"model file is a Python file that defines CONFIGS, build_model and new_session "
+            f"(docs/e2e.md)") from e
     for name in ("CONFIGS", "build_model", "new_session"):
         if not hasattr(module, name):
             raise ModelFileError(

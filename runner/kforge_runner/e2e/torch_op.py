@@ -194,7 +194,7 @@ def _patched_forward(site: Dict[str, Any], module: torch.nn.Module, op, state, p
     original = module.forward
     params = list(site["params"])
     tensor_names = [a["name"] for a in site["args"] if a["kind"] == "tensor"]
-    dtypes = {a["name"]: a["dtype"] for a in site["args"] if a["kind"] == "tensor"}
+    dtypes = {a["name"]: getattr(torch, a["dtype"]) for a in site["args"] if a["kind"] == "tensor"}
     constants = {a["name"]: a.get("value") for a in site["args"] if a["kind"] == "constant"}
     single = site["outputs"] == "tensor"
 
@@ -203,8 +203,7 @@ def _patched_forward(site: Dict[str, Any], module: torch.nn.Module, op, state, p
         given.update(kwargs)
         routed = (set(given) == set(tensor_names) | set(constants)
                   and all(given[k] == v for k, v in constants.items())
-                  and all(isinstance(given[k], torch.Tensor)
-                          and str(given[k].dtype).replace("torch.", "") == dtypes[k]
+                  and all(isinstance(given[k], torch.Tensor) and given[k].dtype == dtypes[k]
                           for k in tensor_names))
         if not routed:
             patch.unrouted[site["name"]] = patch.unrouted.get(site["name"], 0) + 1

@@ -12,8 +12,12 @@
 #       filelock fsspec packaging requests tqdm hf-xet
 # (transformers >= 4.55 has gpt-oss; numpy and torch come from the machine's own install).
 #
-# Conversation: E2E_CASSETTE (recorded with the inbox, --record) replays the kernels; without it,
-# E2E_MODEL names a registry model to call (needs its key and network, which the H200 has not).
+# Conversation, one of:
+#   E2E_CASSETTE=FILE   replay a recorded conversation (--replay-match numbers);
+#   E2E_RECORD=FILE     record one through the inbox: the run waits for each answer file
+#                       (kforge-inbox/NNNN-answer.md, see docs/llm.md) and E2E_NOTE says who
+#                       answered (the cassette's header);
+#   E2E_MODEL=ID        call a registry model (needs its key and network).
 set -euo pipefail
 source "$(dirname "$0")/h200_env.sh"
 cmake --preset dev >/dev/null && cmake --build build/dev -j16 --target kforge >/dev/null
@@ -27,8 +31,10 @@ python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
 
 if [ -n "${E2E_CASSETTE:-}" ]; then
   LLM=(--model inbox --replay "$E2E_CASSETTE" --replay-match numbers)
+elif [ -n "${E2E_RECORD:-}" ]; then
+  LLM=(--model inbox --inbox-wait --record "$E2E_RECORD" --record-note "${E2E_NOTE:?say who answers}")
 else
-  LLM=(--model "${E2E_MODEL:?set E2E_CASSETTE or E2E_MODEL}")
+  LLM=(--model "${E2E_MODEL:?set E2E_CASSETTE, E2E_RECORD or E2E_MODEL}")
 fi
 set +e
 "$KFORGE" e2e "$MODEL" --config real --target nvidia-h200/cuda "${LLM[@]}" --sites "$SITES" \

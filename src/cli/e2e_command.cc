@@ -26,10 +26,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // Exit codes, stated in --help.
-constexpr int kExitMatch = 0;     // kernels put in and the patched model's outputs match
-constexpr int kExitNoMatch = 1;   // no kernel put in, or the outputs differ, or interrupted
-constexpr int kExitUsage = 2;     // bad input: named in the message
-constexpr int kExitInfra = 3;     // KForge, a phase, the store or the toolchain failed
+constexpr int kExitMatch = 0;    // kernels put in and the patched model's outputs match
+constexpr int kExitNoMatch = 1;  // no kernel put in, or the outputs differ, or interrupted
+constexpr int kExitUsage = 2;    // bad input: named in the message
+constexpr int kExitInfra = 3;    // KForge, a phase, the store or the toolchain failed
 
 struct E2eArgs {
   std::string model_file;
@@ -61,15 +61,23 @@ struct E2eArgs {
 };
 
 std::string ConfigJson(const E2eArgs& a) {
-  return nlohmann::json{{"model_file", a.model_file}, {"config", a.config},
-                        {"target", a.target},         {"model", a.model},
+  return nlohmann::json{{"model_file", a.model_file},
+                        {"config", a.config},
+                        {"target", a.target},
+                        {"model", a.model},
                         {"analysis_model", a.analysis_model},
-                        {"top", a.top},               {"sites", a.sites},
-                        {"iterations", a.iterations}, {"samples", a.samples},
-                        {"no_profile", a.no_profile}, {"seed", a.seed},
-                        {"warmup_steps", a.warmup_steps}, {"timed_steps", a.timed_steps},
-                        {"kernel_repeats", a.kernel_repeats}, {"replay", a.replay},
-                        {"replay_match", a.replay_match}, {"record", a.record}}
+                        {"top", a.top},
+                        {"sites", a.sites},
+                        {"iterations", a.iterations},
+                        {"samples", a.samples},
+                        {"no_profile", a.no_profile},
+                        {"seed", a.seed},
+                        {"warmup_steps", a.warmup_steps},
+                        {"timed_steps", a.timed_steps},
+                        {"kernel_repeats", a.kernel_repeats},
+                        {"replay", a.replay},
+                        {"replay_match", a.replay_match},
+                        {"record", a.record}}
       .dump();
 }
 
@@ -99,8 +107,10 @@ int RunE2eCommand(E2eArgs args) {
     std::vector<std::string> split;
     std::string item;
     for (char c : args.sites[0] + ",") {
-      if (c != ',') item += c;
-      else if (!item.empty()) split.push_back(std::exchange(item, ""));
+      if (c != ',')
+        item += c;
+      else if (!item.empty())
+        split.push_back(std::exchange(item, ""));
     }
     args.sites = split;
   }
@@ -117,12 +127,15 @@ int RunE2eCommand(E2eArgs args) {
   if (args.max_tokens > 0) limits.max_tokens = args.max_tokens;
   if (args.max_cost > 0) limits.max_usd = args.max_cost;
   auto budget = std::make_shared<llm::Budget>(limits);
-  auto providers = MakeProviders(
-      ProviderArgs{.model = args.model, .analysis_model = args.analysis_model,
-                   .models = args.models, .record = args.record,
-                   .record_note = args.record_note, .replay = args.replay,
-                   .replay_match = args.replay_match, .inbox_wait = args.inbox_wait},
-      /*resuming=*/false, budget);
+  auto providers = MakeProviders(ProviderArgs{.model = args.model,
+                                              .analysis_model = args.analysis_model,
+                                              .models = args.models,
+                                              .record = args.record,
+                                              .record_note = args.record_note,
+                                              .replay = args.replay,
+                                              .replay_match = args.replay_match,
+                                              .inbox_wait = args.inbox_wait},
+                                 /*resuming=*/false, budget);
   if (!providers) return fail(providers.error(), kExitUsage);
 
   const std::string run_id = NewRunId();
@@ -188,21 +201,23 @@ int RunE2eCommand(E2eArgs args) {
     const bool usage = outcome.error().code == ErrorCode::kInvalidArgument;
     return fail(outcome.error(), usage ? kExitUsage : kExitInfra);
   }
-  (void)(*store)->FinishRun(run_id, outcome->interrupted ? store::RunStatus::kInterrupted
-                                                         : store::RunStatus::kFinished);
+  (void)(*store)->FinishRun(
+      run_id, outcome->interrupted ? store::RunStatus::kInterrupted : store::RunStatus::kFinished);
   if (args.json) {
     fmt::print("{}\n", e2e::OutcomeJson(*outcome, setup));
   } else {
     fmt::print("\n{}", e2e::SummaryText(*outcome));
-    fmt::print("\nEverything is in {} (e2e/result.json, e2e/measure.json, e2e/tasks/, "
-               "run.sqlite).\n",
-               run_dir.string());
+    fmt::print(
+        "\nEverything is in {} (e2e/result.json, e2e/measure.json, e2e/tasks/, "
+        "run.sqlite).\n",
+        run_dir.string());
     if (outcome->measurement) {
       fmt::print("Export the kernels: kforge export {} --as torch-op\n", run_dir.string());
     }
     if (outcome->interrupted) {
-      fmt::print("An LLM call did not complete (an unanswered inbox prompt?): answer it and run "
-                 "the same command again, or use --inbox-wait.\n");
+      fmt::print(
+          "An LLM call did not complete (an unanswered inbox prompt?): answer it and run "
+          "the same command again, or use --inbox-wait.\n");
     }
   }
   if (!outcome->measurement) return kExitNoMatch;
@@ -312,20 +327,24 @@ void AddExportCommand(CLI::App& app) {
   cmd->add_option("--as", args->as, "What to export as: torch-op")
       ->default_val("torch-op")
       ->check(CLI::IsMember({"torch-op"}));
-  cmd->add_option("--out", args->out, "The package folder to write; default RUN_DIR/export/torch-op");
+  cmd->add_option("--out", args->out,
+                  "The package folder to write; default RUN_DIR/export/torch-op");
   cmd->add_option("--package", args->package,
                   "Python package name; default kforge_ops_<last 4 characters of the run id>");
   cmd->callback([args] {
     const fs::path run_dir = fs::absolute(args->run_dir);
-    const fs::path out = args->out.empty() ? run_dir / "export" / "torch-op" : fs::absolute(args->out);
-    auto package = e2e::ExportTorchOp({.run_dir = run_dir, .out_dir = out, .package = args->package});
+    const fs::path out =
+        args->out.empty() ? run_dir / "export" / "torch-op" : fs::absolute(args->out);
+    auto package =
+        e2e::ExportTorchOp({.run_dir = run_dir, .out_dir = out, .package = args->package});
     if (!package) {
       fmt::print(stderr, "kforge export: {}\n", package.error().message);
       throw CLI::RuntimeError(package.error().code == ErrorCode::kInvalidArgument ? 2 : 3);
     }
-    fmt::print("Wrote the package {} to {}\nInstall: pip install --no-build-isolation {}\n"
-               "Use:     import {}; {}.patch(model)\n",
-               *package, out.string(), out.string(), *package, *package);
+    fmt::print(
+        "Wrote the package {} to {}\nInstall: pip install --no-build-isolation {}\n"
+        "Use:     import {}; {}.patch(model)\n",
+        *package, out.string(), out.string(), *package, *package);
   });
 }
 

@@ -25,7 +25,8 @@ std::vector<std::string> PhaseEnvironment() {
   std::string pythonpath = (KforgeHome() / "runner").string();
   if (const char* extra = std::getenv("KFORGE_RUNNER_PYTHONPATH"); extra && *extra)
     pythonpath += std::string(":") + extra;
-  if (const char* own = std::getenv("PYTHONPATH"); own && *own) pythonpath += std::string(":") + own;
+  if (const char* own = std::getenv("PYTHONPATH"); own && *own)
+    pythonpath += std::string(":") + own;
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::string_view(*e).starts_with("PYTHONPATH=")) continue;
@@ -49,8 +50,8 @@ Result<json> RunPhase(const std::string& name, const json& job, const PhaseRun& 
     return std::unexpected(written.error());
   }
   ProcessSpec spec;
-  spec.argv = {RunnerPython(), "-m", "kforge_runner.e2e", "--job", job_file.string(),
-               "--result-fd", std::to_string(kResultFd)};
+  spec.argv = {RunnerPython(),    "-m",          "kforge_runner.e2e",      "--job",
+               job_file.string(), "--result-fd", std::to_string(kResultFd)};
   spec.env = PhaseEnvironment();
   spec.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(run.timeout);
   spec.result_pipe = true;
@@ -64,10 +65,10 @@ Result<json> RunPhase(const std::string& name, const json& job, const PhaseRun& 
   }
   auto result = json::parse(process->result_text, nullptr, false);
   if (!result.is_object()) {
-    return Internal(fmt::format(
-        "the e2e {} phase ended ({}, exit {}, signal {}) without a result; log: {}", name,
-        ProcessStateName(process->state), process->exit_code, process->term_signal,
-        log_file.string()));
+    return Internal(
+        fmt::format("the e2e {} phase ended ({}, exit {}, signal {}) without a result; log: {}",
+                    name, ProcessStateName(process->state), process->exit_code,
+                    process->term_signal, log_file.string()));
   }
   (void)WriteFile(run.dir / (name + ".json"), result.dump(2));
   const std::string status = result.value("status", "");
@@ -105,14 +106,10 @@ Site ParseSite(const json& s) {
 }  // namespace
 
 Result<Profile> ProfileModel(const ProfileRequest& request, const PhaseRun& run) {
-  const json job = {{"phase", "e2e_profile"},
-                    {"model_file", request.model_file.string()},
-                    {"config", request.config},
-                    {"device", request.device},
-                    {"seed", request.seed},
-                    {"top", request.top},
-                    {"sites", request.sites},
-                    {"tasks_dir", request.tasks_dir.string()}};
+  const json job = {{"phase", "e2e_profile"},   {"model_file", request.model_file.string()},
+                    {"config", request.config}, {"device", request.device},
+                    {"seed", request.seed},     {"top", request.top},
+                    {"sites", request.sites},   {"tasks_dir", request.tasks_dir.string()}};
   auto result = RunPhase("profile", job, run);
   if (!result) return std::unexpected(result.error());
   const json& r = *result;

@@ -61,8 +61,8 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
   s.best_dir = setup.phase.dir / "best" / site.name;
   if (setup.profile_pass) {
     s.profile_summary =
-        profile::MakeSummaryProfiler(*setup.compiler, setup.eval_options, s.task,
-                                     *setup.backend, setup.phase.dir / "profiles" / site.name);
+        profile::MakeSummaryProfiler(*setup.compiler, setup.eval_options, s.task, *setup.backend,
+                                     setup.phase.dir / "profiles" / site.name);
   }
   auto result = synth::Synthesizer(std::move(s)).Run();
   if (!result) return std::unexpected(result.error());
@@ -89,8 +89,8 @@ void BuildStep(const E2eSetup& setup, SiteOutcome& site) {
   }
   auto built = setup.compiler->Compile(*setup.backend, site.best);
   if (!built || !built->ok) {
-    site.not_integrated = built ? "the kernel did not compile again: " + built->diagnostics
-                                : built.error().message;
+    site.not_integrated =
+        built ? "the kernel did not compile again: " + built->diagnostics : built.error().message;
     return;
   }
   const fs::path kernels = setup.phase.dir / "kernels";
@@ -193,7 +193,8 @@ Result<E2eOutcome> RunE2e(E2eSetup setup) {
   if (request.kernels.empty()) {
     outcome.not_measured = "no site got a correct kernel that could be put in";
   } else {
-    Step(setup, fmt::format("measuring the model with {} kernel(s) put in", request.kernels.size()));
+    Step(setup,
+         fmt::format("measuring the model with {} kernel(s) put in", request.kernels.size()));
     auto measured = MeasureModel(request, setup.phase);
     if (!measured) return std::unexpected(measured.error());
     outcome.measurement = std::move(*measured);
@@ -230,8 +231,7 @@ std::string OutcomeJson(const E2eOutcome& outcome, const E2eSetup& setup) {
       {"implementation", outcome.profile.implementation},
       {"profile", json::parse(outcome.profile.json)},
       {"syntheses", sites},
-      {"measurement",
-       outcome.measurement ? json::parse(outcome.measurement->json) : json(nullptr)},
+      {"measurement", outcome.measurement ? json::parse(outcome.measurement->json) : json(nullptr)},
       {"not_measured", outcome.not_measured},
       {"interrupted", outcome.interrupted},
       {"outputs_match", outcome.Matches()}};

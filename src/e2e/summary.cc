@@ -19,7 +19,7 @@ void ProfileSection(const Profile& p, std::string& out) {
                      "task");
   for (const Site& s : p.sites) {
     auto share = s.share.find(p.task_batch_size);
-    std::string task = s.selected ? s.task_file.filename().string()
+    std::string task = s.selected      ? s.task_file.filename().string()
                        : s.extractable ? "-"
                                        : "not extractable: " + s.reason;
     out += fmt::format("  {:>4}  {:<24} {:>9} {:>7}  {}\n", s.rank, s.name, s.instances.size(),
@@ -34,9 +34,9 @@ void SynthesisSection(const E2eOutcome& o, std::string& out) {
     std::string state =
         !s.correct ? "no correct kernel (" + s.stop_reason + ")"
         : !s.kernel.empty()
-            ? fmt::format("correct, {} in the task; put in",
-                          s.task_speedup ? fmt::format("{:.2f}x vs eager", *s.task_speedup)
-                                         : "untimed")
+            ? fmt::format(
+                  "correct, {} in the task; put in",
+                  s.task_speedup ? fmt::format("{:.2f}x vs eager", *s.task_speedup) : "untimed")
             : "correct, not put in: " + s.not_integrated;
     out += fmt::format("  {:<24} {}\n", s.site, state);
   }
@@ -51,10 +51,10 @@ void MeasurementSection(const Measurement& m, std::string& out) {
       "\nOutput equivalence against eager (logits within atol = rtol = {:g}; greedy tokens):\n",
       m.tolerance);
   for (const Equivalence& e : m.equivalence) {
-    out += fmt::format("  batch {:>4}  {:<16} {} steps  {}  {}  max abs err {:.2e}\n",
-                       e.batch_size, e.configuration, e.steps,
-                       e.within_tolerance ? "logits match" : "LOGITS DIFFER",
-                       e.same_greedy_tokens ? "same tokens" : "TOKENS DIFFER", e.max_abs_error);
+    out +=
+        fmt::format("  batch {:>4}  {:<16} {} steps  {}  {}  max abs err {:.2e}\n", e.batch_size,
+                    e.configuration, e.steps, e.within_tolerance ? "logits match" : "LOGITS DIFFER",
+                    e.same_greedy_tokens ? "same tokens" : "TOKENS DIFFER", e.max_abs_error);
   }
   out += "\nDecode throughput (median step; tokens/s = batch / median):\n";
   std::map<int, std::map<std::string, const StepTiming*>> by_batch;
@@ -87,9 +87,10 @@ void MeasurementSection(const Measurement& m, std::string& out) {
   }
   for (const Coverage& c : m.coverage) {
     if (c.unrouted_calls > 0) {
-      out += fmt::format("  {}: {} call(s) did not match the kernel's signature and ran the "
-                         "original forward\n",
-                         c.site, c.unrouted_calls);
+      out += fmt::format(
+          "  {}: {} call(s) did not match the kernel's signature and ran the "
+          "original forward\n",
+          c.site, c.unrouted_calls);
     }
   }
 }

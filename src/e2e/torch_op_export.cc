@@ -33,7 +33,8 @@ Result<json> CompileCommandTemplate(const Backend& backend) {
   return argv;
 }
 
-constexpr const char* kSetupPy = R"PY("""Build step of this package: compiles each KForge kernel into a shared object beside its
+constexpr const char* kSetupPy =
+    R"PY("""Build step of this package: compiles each KForge kernel into a shared object beside its
 source, with the command KForge compiled it with when it checked it (sites.json: "compile")."""
 
 import json
@@ -65,7 +66,8 @@ class BuildKernels(build_py):
 setup(cmdclass={{"build_py": BuildKernels}})
 )PY";
 
-constexpr const char* kInitPy = R"PY("""KForge kernels for {model_file} (configuration {config}), exported from the
+constexpr const char* kInitPy =
+    R"PY("""KForge kernels for {model_file} (configuration {config}), exported from the
 `kforge e2e` run {run_id} for {target}. Works without KForge: torch and a built kernel are all
 it needs.
 
@@ -116,7 +118,8 @@ Result<std::string> ExportTorchOp(const ExportRequest& request) {
   if (!text) return std::unexpected(text.error());
   json doc = json::parse(*text, nullptr, false);
   if (!doc.is_object() || doc.value("e2e_sites_version", 0) != 1 || !doc.contains("sites")) {
-    return ParseError(fmt::format("{}: not an e2e sites document of version 1", sites_file.string()));
+    return ParseError(
+        fmt::format("{}: not an e2e sites document of version 1", sites_file.string()));
   }
   if (doc["sites"].empty()) {
     return InvalidArgument(fmt::format(
@@ -134,8 +137,8 @@ Result<std::string> ExportTorchOp(const ExportRequest& request) {
   }
   std::error_code ec;
   if (fs::exists(request.out_dir) && !fs::is_empty(request.out_dir, ec)) {
-    return InvalidArgument(fmt::format(
-        "{} exists and is not empty; pass --out with a new folder", request.out_dir.string()));
+    return InvalidArgument(fmt::format("{} exists and is not empty; pass --out with a new folder",
+                                       request.out_dir.string()));
   }
   auto target = Target::Parse(doc.value("target", ""));
   if (!target) return std::unexpected(target.error());
@@ -190,7 +193,8 @@ Result<std::string> ExportTorchOp(const ExportRequest& request) {
   const std::string readme = fmt::format(
       "# {}\n\nKForge kernels for `{}` (configuration `{}`, {}), exported from the `kforge e2e` "
       "run `{}` for `{}` by `kforge export --as torch-op`. Sites: {}.\n\n"
-      "Install (torch must already be installed; the build step compiles the kernels with `{}`):\n\n"
+      "Install (torch must already be installed; the build step compiles the kernels with "
+      "`{}`):\n\n"
       "    pip install --no-build-isolation .\n\nUse:\n\n    import {}\n"
       "    handle = {}.patch(model)   # after model.to(device, dtype)\n\n"
       "Each site's modules then call a custom operator (torch.library) that runs the kernel, with "
@@ -198,17 +202,16 @@ Result<std::string> ExportTorchOp(const ExportRequest& request) {
       "equivalence with the original was measured by `kforge e2e` (e2e/result.json of the run).\n",
       dist, model_file, doc.value("config", ""), doc.value("implementation", ""), run_id,
       doc.value("target", ""), names, (*compile)[0].get<std::string>(), package, package);
-  const auto init = fmt::format(
-      fmt::runtime(kInitPy), fmt::arg("model_file", model_file),
-      fmt::arg("config", doc.value("config", "")), fmt::arg("run_id", run_id),
-      fmt::arg("target", doc.value("target", "")), fmt::arg("package", package),
-      fmt::arg("site_names", names));
+  const auto init =
+      fmt::format(fmt::runtime(kInitPy), fmt::arg("model_file", model_file),
+                  fmt::arg("config", doc.value("config", "")), fmt::arg("run_id", run_id),
+                  fmt::arg("target", doc.value("target", "")), fmt::arg("package", package),
+                  fmt::arg("site_names", names));
   const auto setup = fmt::format(fmt::runtime(kSetupPy), fmt::arg("package", package));
   for (const auto& [path, contents] :
        {std::pair{request.out_dir / "pyproject.toml", pyproject},
         std::pair{request.out_dir / "README.md", readme},
-        std::pair{request.out_dir / "setup.py", setup},
-        std::pair{pkg_dir / "__init__.py", init},
+        std::pair{request.out_dir / "setup.py", setup}, std::pair{pkg_dir / "__init__.py", init},
         std::pair{pkg_dir / "sites.json", package_doc.dump(2)}}) {
     if (auto written = WriteFile(path, contents); !written) return std::unexpected(written.error());
   }

@@ -29,10 +29,10 @@ struct Site {
   double total_seconds = 0;            // per decode step, summed over the batch sizes
   std::map<int, double> share;         // batch size -> share of the decode step's time
   bool extractable = false;
-  std::string reason;                  // why not extractable (or not chosen), else empty
-  bool selected = false;               // a task was written for it
-  std::filesystem::path task_file;     // when selected
-  std::string json;                    // the site's entry as the runner wrote it
+  std::string reason;               // why not extractable (or not chosen), else empty
+  bool selected = false;            // a task was written for it
+  std::filesystem::path task_file;  // when selected
+  std::string json;                 // the site's entry as the runner wrote it
 };
 
 struct OperatorTime {
@@ -57,7 +57,7 @@ struct Profile {
   std::string policy;          // precision policy of the configuration
   std::vector<int> batch_sizes;
   int task_batch_size = 0;
-  std::map<int, double> step_seconds;  // batch size -> median step time (instrumented pass)
+  std::map<int, double> step_seconds;   // batch size -> median step time (instrumented pass)
   std::vector<OperatorTime> operators;  // at the task batch size, most time first
   std::vector<Site> sites;              // most time first
   std::string json;                     // the whole document
@@ -109,9 +109,9 @@ struct MeasureRequest {
   std::string config;
   std::string device;
   int seed = 0;
-  std::vector<std::string> site_json;                // the sites to patch (Site::json)
+  std::vector<std::string> site_json;                    // the sites to patch (Site::json)
   std::map<std::string, std::filesystem::path> kernels;  // site name -> shared object
-  std::string op_namespace;                          // torch.library namespace, new per run
+  std::string op_namespace;                              // torch.library namespace, new per run
   int warmup_steps = 3;
   int timed_steps = 20;
   int kernel_repeats = 50;

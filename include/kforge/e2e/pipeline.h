@@ -39,24 +39,24 @@ struct E2eSetup {
   std::filesystem::path run_dir;     // absolute; holds run.sqlite
   store::RunStore* store = nullptr;  // required; the run row `run_id` must exist
   std::string run_id;
-  const Backend* backend = nullptr;   // required
-  Evaluator* evaluator = nullptr;     // required
-  EvalOptions eval_options;           // the evaluator's (the profile pass uses them too)
+  const Backend* backend = nullptr;    // required
+  Evaluator* evaluator = nullptr;      // required
+  EvalOptions eval_options;            // the evaluator's (the profile pass uses them too)
   CompileService* compiler = nullptr;  // required (native kernels are built with it)
   std::shared_ptr<llm::Provider> generation_provider;  // required
   std::shared_ptr<llm::Provider> analysis_provider;    // null: the generation provider
   std::shared_ptr<llm::Budget> budget;
   synth::SynthesisOptions options;  // per site
-  bool profile_pass = true;         // the profile pass before each analysis, where the target has one
-  int top = 3;                      // sites by time ...
-  std::vector<std::string> sites;   // ... unless named
-  int seed = 0;                     // weights of the model (torch.manual_seed before build_model)
+  bool profile_pass = true;  // the profile pass before each analysis, where the target has one
+  int top = 3;               // sites by time ...
+  std::vector<std::string> sites;  // ... unless named
+  int seed = 0;                    // weights of the model (torch.manual_seed before build_model)
   int warmup_steps = 3;
   int timed_steps = 20;
   int kernel_repeats = 50;
-  PhaseRun phase;                   // phase.dir is set from run_dir when empty
-  synth::ProgressCallback on_progress;               // optional; per synthesis step
-  std::function<void(const std::string&)> on_step;   // optional; one line per pipeline step
+  PhaseRun phase;                                   // phase.dir is set from run_dir when empty
+  synth::ProgressCallback on_progress;              // optional; per synthesis step
+  std::function<void(const std::string&)> on_step;  // optional; one line per pipeline step
 };
 
 // One site's synthesis and what became of its kernel.

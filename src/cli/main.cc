@@ -5,6 +5,7 @@
 #include "calibrate_command.h"
 #include "demo_command.h"
 #include "bench_command.h"
+#include "e2e_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
 #include "profile_command.h"
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
   kforge::AddDemoCommand(app);
   kforge::AddProfileCommand(app);
   kforge::AddBenchCommand(app);
+  kforge::AddE2eCommand(app);
+  kforge::AddExportCommand(app);
 #ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
 #endif

@@ -364,6 +364,14 @@ int Resume(const std::string& run_dir_arg, const ResumeOverrides& overrides) {
     }
     for (const auto& r : *runs) {
       if (r.kind == store::RunKind::kRun) run = r;
+      if (r.kind == store::RunKind::kE2e) {
+        fmt::print(stderr,
+                   "kforge resume: {} is a `kforge e2e` run, which cannot be resumed yet: run "
+                   "the same kforge e2e command again (answered inbox prompts are not asked "
+                   "again)\n",
+                   run_dir.string());
+        return kExitUsage;
+      }
       if (r.kind == store::RunKind::kBench) {
         store->reset();
         return ResumeBench(run_dir, r, BenchResumeOverrides{overrides.max_tokens,

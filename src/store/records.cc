@@ -12,10 +12,11 @@ namespace {
 template <typename E, std::size_t N>
 using Names = std::array<std::pair<E, std::string_view>, N>;
 
-constexpr Names<RunKind, 3> kRunKindNames{{
+constexpr Names<RunKind, 4> kRunKindNames{{
     {RunKind::kEval, "eval"},
     {RunKind::kRun, "run"},
     {RunKind::kBench, "bench"},
+    {RunKind::kE2e, "e2e"},
 }};
 constexpr Names<RunStatus, 4> kRunStatusNames{{
     {RunStatus::kRunning, "running"},

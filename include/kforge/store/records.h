@@ -25,8 +25,8 @@ using Timestamp = std::chrono::sys_time<std::chrono::milliseconds>;
 // The current time, truncated to milliseconds.
 Timestamp Now();
 
-// What started a run. Stored text: "eval", "run", "bench".
-enum class RunKind { kEval, kRun, kBench };
+// What started a run. Stored text: "eval", "run", "bench", "e2e".
+enum class RunKind { kEval, kRun, kBench, kE2e };
 
 // Stored text: "running", "finished", "failed" (ended by an error), "interrupted" (ended by a
 // signal or the user; resumable).

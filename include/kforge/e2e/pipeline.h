@@ -1,0 +1,96 @@
+// The `kforge e2e` pipeline: a model's workload in, the model with KForge's kernels put in and
+// measured out. A script of named steps, each logged:
+//   profile (ProfileModel: sites ranked by time, tasks for the top ones)
+//   → synthesize (synth::Synthesizer on each task, one run store, streams prefixed "<site>/")
+//   → build kernels (the best correct kernel of each native-ABI site, compiled by CompileService)
+//   → measure (MeasureModel: equivalence, tokens/s for the four configurations, per-kernel times)
+// Everything lands in the run directory: run.sqlite (the syntheses), e2e/profile.json,
+// e2e/tasks/*.py, e2e/best/<site>/, e2e/kernels/<site>.so, e2e/measure.json, e2e/sites.json (what
+// `kforge export` reads) and e2e/result.json (the whole outcome).
+//
+// Ownership: the pipeline borrows the store, backend and evaluator (they must outlive RunE2e) and
+// shares the providers and budget. RunE2e is called from one thread.
+#ifndef KFORGE_E2E_PIPELINE_H_
+#define KFORGE_E2E_PIPELINE_H_
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/core/error.h"
+#include "kforge/e2e/phases.h"
+#include "kforge/eval/compile_service.h"
+#include "kforge/eval/evaluator.h"
+#include "kforge/llm/budget.h"
+#include "kforge/llm/provider.h"
+#include "kforge/store/run_store.h"
+#include "kforge/synth/progress.h"
+#include "kforge/synth/synthesis_options.h"
+#include "kforge/target/backend.h"
+
+namespace kforge::e2e {
+
+struct E2eSetup {
+  std::filesystem::path model_file;  // absolute
+  std::string config;                // a name of the model file's CONFIGS
+  std::filesystem::path run_dir;     // absolute; holds run.sqlite
+  store::RunStore* store = nullptr;  // required; the run row `run_id` must exist
+  std::string run_id;
+  const Backend* backend = nullptr;    // required
+  Evaluator* evaluator = nullptr;      // required
+  EvalOptions eval_options;            // the evaluator's (the profile pass uses them too)
+  CompileService* compiler = nullptr;  // required (native kernels are built with it)
+  std::shared_ptr<llm::Provider> generation_provider;  // required
+  std::shared_ptr<llm::Provider> analysis_provider;    // null: the generation provider
+  std::shared_ptr<llm::Budget> budget;
+  synth::SynthesisOptions options;  // per site
+  bool profile_pass = true;  // the profile pass before each analysis, where the target has one
+  int top = 3;               // sites by time ...
+  std::vector<std::string> sites;  // ... unless named
+  int seed = 0;                    // weights of the model (torch.manual_seed before build_model)
+  int warmup_steps = 3;
+  int timed_steps = 20;
+  int kernel_repeats = 50;
+  PhaseRun phase;                                   // phase.dir is set from run_dir when empty
+  synth::ProgressCallback on_progress;              // optional; per synthesis step
+  std::function<void(const std::string&)> on_step;  // optional; one line per pipeline step
+};
+
+// One site's synthesis and what became of its kernel.
+struct SiteOutcome {
+  std::string site;
+  std::filesystem::path task_file;
+  bool correct = false;                // the synthesis found a correct kernel
+  std::optional<double> task_speedup;  // its speedup against eager PyTorch, in the task
+  std::filesystem::path best;          // the best correct kernel's source
+  std::filesystem::path kernel;        // the built shared object, when integrated
+  std::string not_integrated;          // why a correct kernel was not put in, else empty
+  int steps = 0;
+  std::string stop_reason;
+  bool interrupted = false;  // an LLM call failed (an unanswered inbox prompt): resumable
+};
+
+struct E2eOutcome {
+  Profile profile;
+  std::vector<SiteOutcome> sites;
+  std::optional<Measurement> measurement;  // unset when no kernel could be put in
+  std::string not_measured;                // why, when unset
+  bool interrupted = false;                // an LLM call failed (an unanswered inbox prompt)
+  // The integration was applied and eager+kforge matched eager at every batch size (logits within
+  // tolerance and the same greedy tokens at every step).
+  bool Matches() const;
+};
+
+// Errors: the model file's or the request's faults (kInvalidArgument), the phases' and the
+// store's failures. A site without a correct kernel is an outcome, not an error.
+Result<E2eOutcome> RunE2e(E2eSetup setup);
+
+// e2e/result.json: the outcome as one JSON document (docs/e2e.md lists its fields).
+std::string OutcomeJson(const E2eOutcome& outcome, const E2eSetup& setup);
+
+}  // namespace kforge::e2e
+
+#endif  // KFORGE_E2E_PIPELINE_H_

@@ -1,0 +1,204 @@
+"""Phase `e2e_measure`: the model with KForge's kernels put in, against the original, in one
+process on one device.
+
+Job:    {"phase": "e2e_measure", "model_file", "config", "device", "seed", "sites", "kernels"
+         (site name -> shared object), "namespace", "warmup_steps", "timed_steps",
+         "kernel_repeats"}
+Result: {"status", "diagnostics", "implementation", "policy", "tolerance", "torch",
+         "configurations": {name: {"available", "why"}}, "equivalence": [...], "timing": [...],
+         "kernels": [...], "coverage": {...}, "environment"}
+
+Configurations: `eager` (the original model), `compile` (torch.compile of it), `eager+kforge`
+(a copy with the same weights, patched by torch_op.patch), `compile+kforge` (torch.compile of the
+patched copy). Without torch.compile (torch 1.13) the compiled ones are reported unavailable.
+
+Equivalence: each configuration decodes `decode_steps` tokens greedily from the same prompt as
+eager; per step the logits are compared with |a-b| <= atol + rtol·|b| (the precision policy's
+tolerance), and the greedy tokens must be the same at every step.
+Timing: per batch size and configuration, a fresh session, `warmup_steps` untimed steps, then
+`timed_steps` steps each between device synchronisations; tokens/s = batch / median step time.
+Per-kernel: the first instance of each site, called with the arguments it got in one decode step
+at that batch size, original forward against the kernel, `kernel_repeats` times each (medians).
+"""
+
+import copy
+import statistics
+import time
+from typing import Any, Callable, Dict, List
+
+import torch
+
+from kforge_runner import environment
+from kforge_runner.e2e import model_file, torch_op
+
+TOLERANCES = {"strict": 1e-4, "tf32": 1e-3, "mixed": 1e-2}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _compile_support() -> str:
+    """Empty when torch.compile can be used, else why not."""
+    if not hasattr(torch, "compile"):
+        return f"torch {torch.__version__} has no torch.compile (it arrived in torch 2.0)"
+    return ""
+
+
+def _figures(samples: List[float]) -> Dict[str, float]:
+    ordered = sorted(samples)
+    return {"median_s": statistics.median(ordered), "mean_s": statistics.fmean(ordered),
+            "p10_s": ordered[len(ordered) // 10], "p90_s": ordered[(len(ordered) * 9) // 10],
+            "samples": len(ordered)}
+
+
+def _compare(reference: List[torch.Tensor], other: List[torch.Tensor], tol: float):
+    worst_abs = worst_rel = worst_fraction = 0.0
+    same_tokens = True
+    first_divergence = None
+    for step, (a, b) in enumerate(zip(other, reference)):
+        diff = (a - b).abs()
+        bad = ~(diff <= tol + tol * b.abs())  # NaN counts as out of tolerance
+        worst_abs = max(worst_abs, float(diff.max()))
+        worst_rel = max(worst_rel, float((diff / b.abs().clamp_min(1e-12)).max()))
+        worst_fraction = max(worst_fraction, float(bad.float().mean()))
+        if not torch.equal(a.argmax(-1), b.argmax(-1)) and first_divergence is None:
+            same_tokens = False
+            first_divergence = step
+    within = worst_fraction == 0.0 and len(other) == len(reference)
+    return {"steps": len(other), "within_tolerance": within, "max_abs_error": worst_abs,
+            "max_rel_error": worst_rel, "worst_fraction_out": worst_fraction,
+            "same_greedy_tokens": same_tokens, "first_token_divergence": first_divergence}
+
+
+def _decode(mf, model, batch, device, steps) -> List[torch.Tensor]:
+    session = mf.new_session(model, batch, device, steps)
+    return [session.step().detach().float().cpu() for _ in range(steps)]
+
+
+def _time_steps(mf, model, batch, device, warmup, timed) -> List[float]:
+    session = mf.new_session(model, batch, device, warmup + timed)
+    for _ in range(warmup):
+        session.step()
+    samples = []
+    for _ in range(timed):
+        _sync(device)
+        start = time.perf_counter()
+        session.step()
+        _sync(device)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _time_call(call: Callable[[], Any], device, repeats: int) -> List[float]:
+    call()  # warm-up
+    samples = []
+    for _ in range(repeats):
+        _sync(device)
+        start = time.perf_counter()
+        call()
+        _sync(device)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def _captured_calls(mf, model, sites, batch, device) -> Dict[str, Dict[str, Any]]:
+    """The arguments the first instance of each site gets in one decode step at `batch`."""
+    modules = dict(model.named_modules())
+    captured: Dict[str, Dict[str, Any]] = {}
+    for site in sites:
+        module = modules[site["instances"][0]]
+        original = module.forward
+
+        def spy(*args, _site=site, _original=original, **kwargs):
+            if _site["name"] not in captured:
+                given = dict(zip(_site["params"], args))
+                given.update(kwargs)
+                captured[_site["name"]] = {k: (v.clone() if isinstance(v, torch.Tensor) else v)
+                                           for k, v in given.items()}
+            return _original(*args, **kwargs)
+
+        module.forward = spy
+    try:
+        session = mf.new_session(model, batch, device, 2)
+        captured.clear()  # the prefill's calls have the prompt's length, not a decode step's
+        session.step()
+    finally:
+        for site in sites:
+            modules[site["instances"][0]].__dict__.pop("forward", None)
+    return captured
+
+
+def run(job: Dict[str, Any]) -> Dict[str, Any]:
+    try:
+        mf = model_file.load(job["model_file"], job["config"])
+    except model_file.ModelFileError as e:
+        return {"status": "model_error", "diagnostics": str(e)}
+    device = torch.device(job["device"])
+    tol = TOLERANCES[mf.policy]
+    warmup, timed = int(job.get("warmup_steps", 3)), int(job.get("timed_steps", 10))
+    repeats = int(job.get("kernel_repeats", 20))
+    sites = [s for s in job["sites"] if s["name"] in job["kernels"]]
+
+    torch.manual_seed(int(job.get("seed", 0)))
+    original = mf.build_model().to(device)
+    patched_model = copy.deepcopy(original)
+    handle = torch_op.patch(patched_model, sites, job["kernels"], job["namespace"])
+
+    configurations = {"eager": original, "eager+kforge": patched_model}
+    why_not = _compile_support()
+    status = {"eager": {"available": True, "why": ""},
+              "eager+kforge": {"available": True, "why": ""}}
+    for name, model in (("compile", original), ("compile+kforge", patched_model)):
+        status[name] = {"available": not why_not, "why": why_not}
+        if not why_not:
+            configurations[name] = torch.compile(model)
+
+    equivalence, timing, kernels = [], [], []
+    for batch in mf.batch_sizes:
+        steps = int(mf.config["decode_steps"])
+        reference = _decode(mf, original, batch, device, steps)
+        for name, model in configurations.items():
+            if name == "eager":
+                continue
+            try:
+                logits = _decode(mf, model, batch, device, steps)
+            except Exception as e:  # a configuration that fails is reported, never dropped
+                status[name] = {"available": False, "why": f"failed: {type(e).__name__}: {e}"}
+                continue
+            equivalence.append(dict(batch_size=batch, configuration=name,
+                                    **_compare(reference, logits, tol)))
+        for name, model in configurations.items():
+            if not status[name]["available"]:
+                continue
+            samples = _time_steps(mf, model, batch, device, warmup, timed)
+            figures = _figures(samples)
+            timing.append(dict(batch_size=batch, configuration=name,
+                               tokens_per_s=batch / figures["median_s"], **figures))
+        calls = _captured_calls(mf, original, sites, batch, device)
+        patched_modules = dict(patched_model.named_modules())
+        original_modules = dict(original.named_modules())
+        for site in sites:
+            if site["name"] not in calls:
+                continue
+            kwargs = calls[site["name"]]
+            qualname = site["instances"][0]
+            base = original_modules[qualname]
+            with torch.no_grad():
+                t_orig = _figures(_time_call(lambda: base(**kwargs), device, repeats))
+                t_kforge = _figures(_time_call(lambda: patched_modules[qualname](**kwargs),
+                                               device, repeats))
+            kernels.append({"site": site["name"], "batch_size": batch,
+                            "shapes": {k: list(v.shape) for k, v in kwargs.items()
+                                       if isinstance(v, torch.Tensor)},
+                            "original_median_s": t_orig["median_s"],
+                            "kforge_median_s": t_kforge["median_s"],
+                            "speedup": t_orig["median_s"] / t_kforge["median_s"]})
+    coverage = {name: {"kernel_calls": k.calls, "unrouted_calls": handle.unrouted.get(name, 0)}
+                for name, k in handle.kernels.items()}
+    return {"status": "ok", "diagnostics": "", "implementation": mf.implementation(),
+            "policy": mf.policy, "tolerance": {"atol": tol, "rtol": tol},
+            "torch": torch.__version__, "configurations": status,
+            "equivalence": equivalence, "timing": timing, "kernels": kernels,
+            "coverage": coverage, "environment": environment.describe(device)}

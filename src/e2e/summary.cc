@@ -1,0 +1,112 @@
+#include "kforge/e2e/summary.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "kforge/eval/timing.h"
+
+namespace kforge::e2e {
+namespace {
+
+std::string Percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+void ProfileSection(const Profile& p, std::string& out) {
+  out += fmt::format("Model: {} (policy {})\n", p.implementation, p.policy);
+  out += fmt::format("\nWhere a decode step's time goes (instrumented pass, batch {}):\n",
+                     p.task_batch_size);
+  out += fmt::format("  {:>4}  {:<24} {:>9} {:>7}  {}\n", "rank", "site", "instances", "share",
+                     "task");
+  for (const Site& s : p.sites) {
+    auto share = s.share.find(p.task_batch_size);
+    std::string task = s.selected      ? s.task_file.filename().string()
+                       : s.extractable ? "-"
+                                       : "not extractable: " + s.reason;
+    out += fmt::format("  {:>4}  {:<24} {:>9} {:>7}  {}\n", s.rank, s.name, s.instances.size(),
+                       share == s.share.end() ? "-" : Percent(share->second), task);
+  }
+}
+
+void SynthesisSection(const E2eOutcome& o, std::string& out) {
+  out += "\nKernels:\n";
+  if (o.sites.empty()) out += "  (no site was chosen)\n";
+  for (const SiteOutcome& s : o.sites) {
+    std::string state =
+        !s.correct ? "no correct kernel (" + s.stop_reason + ")"
+        : !s.kernel.empty()
+            ? fmt::format(
+                  "correct, {} in the task; put in",
+                  s.task_speedup ? fmt::format("{:.2f}x vs eager", *s.task_speedup) : "untimed")
+            : "correct, not put in: " + s.not_integrated;
+    out += fmt::format("  {:<24} {}\n", s.site, state);
+  }
+}
+
+void MeasurementSection(const Measurement& m, std::string& out) {
+  out += fmt::format("\nConfigurations (torch {}):\n", m.torch_version);
+  for (const Configuration& c : m.configurations) {
+    out += fmt::format("  {:<16} {}\n", c.name, c.available ? "measured" : "unavailable: " + c.why);
+  }
+  out += fmt::format(
+      "\nOutput equivalence against eager (logits within atol = rtol = {:g}; greedy tokens):\n",
+      m.tolerance);
+  for (const Equivalence& e : m.equivalence) {
+    out +=
+        fmt::format("  batch {:>4}  {:<16} {} steps  {}  {}  max abs err {:.2e}\n", e.batch_size,
+                    e.configuration, e.steps, e.within_tolerance ? "logits match" : "LOGITS DIFFER",
+                    e.same_greedy_tokens ? "same tokens" : "TOKENS DIFFER", e.max_abs_error);
+  }
+  out += "\nDecode throughput (median step; tokens/s = batch / median):\n";
+  std::map<int, std::map<std::string, const StepTiming*>> by_batch;
+  for (const StepTiming& t : m.timing) by_batch[t.batch_size][t.configuration] = &t;
+  out += fmt::format("  {:>5}", "batch");
+  for (const Configuration& c : m.configurations) out += fmt::format("  {:>22}", c.name);
+  out += "\n";
+  for (const auto& [batch, row] : by_batch) {
+    out += fmt::format("  {:>5}", batch);
+    for (const Configuration& c : m.configurations) {
+      auto it = row.find(c.name);
+      out += it == row.end()
+                 ? fmt::format("  {:>22}", "-")
+                 : fmt::format("  {:>22}", fmt::format("{:.0f} tok/s {}", it->second->tokens_per_s,
+                                                       FormatSeconds(it->second->median_s)));
+    }
+    auto eager = row.find("eager");
+    auto patched = row.find("eager+kforge");
+    if (eager != row.end() && patched != row.end()) {
+      out += fmt::format("  eager+kforge/eager {:.3f}x",
+                         eager->second->median_s / patched->second->median_s);
+    }
+    out += "\n";
+  }
+  out += "\nPer-kernel, in the model's own calls (original forward vs kernel, medians):\n";
+  for (const KernelTiming& k : m.kernels) {
+    out += fmt::format("  {:<24} batch {:>4}  {} -> {}  {:.2f}x\n", k.site, k.batch_size,
+                       FormatSeconds(k.original_median_s), FormatSeconds(k.kforge_median_s),
+                       k.speedup);
+  }
+  for (const Coverage& c : m.coverage) {
+    if (c.unrouted_calls > 0) {
+      out += fmt::format(
+          "  {}: {} call(s) did not match the kernel's signature and ran the "
+          "original forward\n",
+          c.site, c.unrouted_calls);
+    }
+  }
+}
+
+}  // namespace
+
+std::string SummaryText(const E2eOutcome& outcome) {
+  std::string out;
+  ProfileSection(outcome.profile, out);
+  SynthesisSection(outcome, out);
+  if (outcome.measurement) {
+    MeasurementSection(*outcome.measurement, out);
+  } else {
+    out += fmt::format("\nNot measured: {}\n", outcome.not_measured);
+  }
+  return out;
+}
+
+}  // namespace kforge::e2e

@@ -554,17 +554,12 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--executor", args->executor, "local, or slurm (a job array, one task per element)")
       ->default_val("local")
       ->check(CLI::IsMember({"local", "slurm"}));
-  cmd->add_option("--replay", args->replay,
-                  "Answer every LLM call from this cassette instead of calling a model")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--record", args->record, "Record every LLM answer into this cassette (JSONL)");
   cmd->add_option("--out", args->out,
                   "The run directory; default kforge-runs/<run-id>");
   cmd->add_option("--max-tokens", args->max_tokens,
                   "Token budget of the bench (Slurm: split evenly over the tasks)");
   cmd->add_option("--max-cost", args->max_cost, "Money budget of the bench, US dollars");
   cmd->add_option("--max-time", args->max_time_s, "Wall-time budget of each task's loop, seconds");
-  cmd->add_option("--models", args->models, "Extra model registry files (TOML)");
   cmd->add_option("--partition", args->partition, "Slurm partition; default the cluster's");
   cmd->add_option("--gpus-per-task", args->gpus_per_task,
                   "Slurm: --gres=gpu:N per element; default 1 for GPU targets, 0 for CPU targets");
@@ -577,21 +572,13 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--sbatch-arg", args->sbatch_args, "Slurm: extra sbatch argument (repeatable)");
   cmd->add_option("--poll-ms", args->poll_ms, "Slurm: how often the queue is read")
       ->default_val(2000);
-  cmd->add_option("--replay-match", args->replay_match,
-                  "exact: a replayed prompt must equal the recorded one; numbers: numbers in the "
-                  "prompts may differ (measured timings and errors differ between machines)")
-      ->default_val("exact")
-      ->check(CLI::IsMember({"exact", "numbers"}));
-  cmd->add_option("--record-note", args->record_note,
-                  "Who answered the recorded calls, and how (kept in the cassette's header)");
-  cmd->add_flag("--inbox-wait", args->inbox_wait,
-                "With an inbox model: wait for each answer file instead of stopping");
   cmd->add_flag("--skip-target-check", args->skip_target_check,
                 "Start even if this machine lacks the target's toolchain or device: to render the "
                 "prompts of an inbox model and record its answers for a replay elsewhere (every "
                 "evaluation here then fails)");
   cmd->add_flag("!--no-time", args->time,
                "Correctness only: do not time correct candidates (no speedups; CI)");
+  AddModelSourceOptions(cmd, args.get());
   cmd->callback([args] {
     BenchArgs a = *args;
     if (!a.record.empty() && !a.replay.empty()) {

@@ -284,23 +284,10 @@ void AddE2eCommand(CLI::App& app) {
   cmd->add_option("--max-tokens", args->max_tokens, "Token budget of the run");
   cmd->add_option("--max-cost", args->max_cost, "Money budget of the run, US dollars");
   cmd->add_option("--max-time", args->max_time_s, "Wall-time budget per site, seconds");
-  cmd->add_option("--models", args->models, "Extra model registry files (TOML)");
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")
       ->default_val("kforge-runs");
-  cmd->add_option("--record", args->record, "Record every LLM answer into this cassette (JSONL)");
-  cmd->add_option("--record-note", args->record_note,
-                  "Who answered the recorded calls, and how (kept in the cassette's header)");
-  cmd->add_option("--replay", args->replay,
-                  "Answer every LLM call from this cassette instead of calling a model")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--replay-match", args->replay_match,
-                  "exact: a replayed prompt must equal the recorded one; numbers: numbers (and "
-                  "folders of paths) in the prompts may differ")
-      ->default_val("exact")
-      ->check(CLI::IsMember({"exact", "numbers"}));
-  cmd->add_flag("--inbox-wait", args->inbox_wait,
-                "With an inbox model: wait for each answer file instead of stopping");
   cmd->add_flag("--json", args->json, "Print the outcome as JSON (e2e/result.json) instead");
+  AddModelSourceOptions(cmd, args.get());
   cmd->callback([args] {
     int code = RunE2eCommand(*args);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -448,22 +448,9 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--max-tokens", args->max_tokens, "Token budget of the run (input + output)");
   cmd->add_option("--max-cost", args->max_cost, "Money budget of the run, US dollars");
   cmd->add_option("--max-time", args->max_time_s, "Wall-time budget of the run, seconds");
-  cmd->add_option("--models", args->models, "Extra model registry files (TOML)");
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")
       ->default_val("kforge-runs");
-  cmd->add_option("--record", args->record, "Record every LLM answer into this cassette (JSONL)");
-  cmd->add_option("--replay", args->replay,
-                  "Answer every LLM call from this cassette instead of calling a model")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--replay-match", args->replay_match,
-                  "exact: a replayed prompt must equal the recorded one; numbers: numbers in the "
-                  "prompts may differ (measured timings and errors differ between machines)")
-      ->default_val("exact")
-      ->check(CLI::IsMember({"exact", "numbers"}));
-  cmd->add_option("--record-note", args->record_note,
-                  "Who answered the recorded calls, and how (kept in the cassette's header)");
-  cmd->add_flag("--inbox-wait", args->inbox_wait,
-                "With an inbox model: wait for each answer file instead of stopping");
+  AddModelSourceOptions(cmd, args.get());
   cmd->callback([args] {
     int code = RunNew(*args);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -2,6 +2,7 @@
 #ifndef KFORGE_CLI_RUN_SUPPORT_H_
 #define KFORGE_CLI_RUN_SUPPORT_H_
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,28 @@ ProviderArgs ProviderArgsOf(const CommandArgs& a) {
                       .replay = a.replay,
                       .replay_match = a.replay_match,
                       .inbox_wait = a.inbox_wait};
+}
+
+// Adds the options that say where a command's LLM answers come from and go to — --models,
+// --record, --record-note, --replay, --replay-match, --inbox-wait — to `cmd`, bound to the
+// fields of `args` of those names (as in ProviderArgsOf). `run`, `bench` and `e2e` share them.
+template <typename CommandArgs>
+void AddModelSourceOptions(CLI::App* cmd, CommandArgs* args) {
+  cmd->add_option("--models", args->models, "Extra model registry files (TOML)");
+  cmd->add_option("--record", args->record, "Record every LLM answer into this cassette (JSONL)");
+  cmd->add_option("--record-note", args->record_note,
+                  "Who answered the recorded calls, and how (kept in the cassette's header)");
+  cmd->add_option("--replay", args->replay,
+                  "Answer every LLM call from this cassette instead of calling a model")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--replay-match", args->replay_match,
+                  "exact: a replayed prompt must equal the recorded one; numbers: numbers (and "
+                  "the folders of paths) in the prompts may differ (measured timings and errors "
+                  "differ between machines)")
+      ->default_val("exact")
+      ->check(CLI::IsMember({"exact", "numbers"}));
+  cmd->add_flag("--inbox-wait", args->inbox_wait,
+                "With an inbox model: wait for each answer file instead of stopping");
 }
 
 struct Providers {

@@ -36,7 +36,11 @@ def _preload_and_wait(device: str, job_path: str) -> None:
 
     import torch  # noqa: F401  (the import is the point)
     if device.startswith("cuda") and torch.cuda.is_available():
-        _warm_device_kernels(torch, torch.device(device))
+        torch.empty(1, device=device)  # the device context
+        try:
+            _warm_device_kernels(torch, torch.device(device))
+        except Exception:  # pylint: disable=broad-except  # an optional warm-up: the job loads them
+            pass
     # The phases' modules, the environment and the sandbox probes do not depend on the job: they
     # are done here, off the evaluation's clock (both phases load no candidate code before this).
     from kforge_runner import candidate_phase, environment, isolation, native  # noqa: F401
@@ -48,9 +52,9 @@ def _preload_and_wait(device: str, job_path: str) -> None:
 
 
 def _warm_device_kernels(torch, device) -> None:
-    """Creates the device context and loads the kernels the runner itself uses on every job
-    (copies both ways, poison fills, clones, the comparisons of the input check and the degenerate
-    checks), so that their lazy module loading is not paid inside the evaluation."""
+    """Loads the kernels the runner itself uses on every job (copies both ways, poison fills,
+    clones, the comparisons of the input check and the degenerate checks), so that their lazy
+    module loading is not paid inside the evaluation."""
     x = torch.rand(1024).to(device)
     y = torch.full((1024,), float("nan"), device=device)
     y.copy_(x)

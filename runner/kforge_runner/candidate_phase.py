@@ -13,8 +13,8 @@ from typing import Any, Dict, List
 
 import torch
 
-from kforge_runner import (environment, errors, isolation, process_guard, tamper_guard,
-                           task_loader, tensor_files, timing)
+from kforge_runner import (environment, errors, isolation, phase_clock, process_guard,
+                           tamper_guard, task_loader, tensor_files, timing)
 from kforge_runner.errors import LoadStage
 from kforge_runner.protocol import CandidateJob
 
@@ -118,47 +118,59 @@ def run(job: CandidateJob) -> Dict[str, Any]:
     """Runs the candidate phase. Infrastructure failures (unreadable inputs, unwritable outputs_dir,
     a task that no longer loads) propagate to the entry point, which reports infra_error."""
     started = time.monotonic()
+    clock = phase_clock.PhaseClock()
     device = torch.device(job.device)
     result: Dict[str, Any] = {"phase": "candidate", "status": errors.STATUS_OK, "diagnostics": "",
                               "trials": [], "environment": environment.describe(device),
                               "observed_isolation": isolation.observe()}
     own_files = [job.candidate.source_file] if job.candidate.source_file else []
-    state = _read_state(job.inputs_dir)
+    with clock.step("read_tensors"):
+        state = _read_state(job.inputs_dir)
     tampering: List[str] = []  # dynamic guardrail findings (tamper_guard)
     result["tampering"] = tampering
     sync = tamper_guard.synchronizer(device)
     try:
-        candidate = _load(job, state, device)
+        with clock.step("load"):
+            candidate = _load(job, state, device)
         result["environment"].update(candidate.environment)
         result.update(candidate.result_fields)
         for trial in job.trials:
-            inputs = _read_inputs(job.inputs_dir, trial.index)
+            with clock.step("read_tensors"):
+                inputs = _read_inputs(job.inputs_dir, trial.index)
             trial_started = time.monotonic()
-            outputs, unchanged, problems = _call_candidate(
-                LoadStage.RUN, own_files, f"trial {trial.index}", candidate.run, inputs,
-                trial.outputs)
-            copies = tamper_guard.snapshot(outputs)  # what the call returned, as it returned it
+            with clock.step("call"):  # clones, poisoned outputs, the call, the inputs check
+                outputs, unchanged, problems = _call_candidate(
+                    LoadStage.RUN, own_files, f"trial {trial.index}", candidate.run, inputs,
+                    trial.outputs)
+                copies = tamper_guard.snapshot(outputs)  # what the call returned, as it returned it
+            snapped = tamper_guard.now()
             seconds = time.monotonic() - trial_started
+            with clock.step("write_tensors"):
+                entries = _write_outputs(os.path.join(job.outputs_dir, f"trial_{trial.index}"),
+                                         copies)
             result["trials"].append({
-                "index": trial.index,
-                "outputs": _write_outputs(
-                    os.path.join(job.outputs_dir, f"trial_{trial.index}"), copies),
+                "index": trial.index, "outputs": entries,
                 "inputs_unchanged": unchanged, "problems": problems, "seconds": seconds})
-            _note(tampering, tamper_guard.injected_threads(job.candidate.source_file))
-            _note(tampering, tamper_guard.late_writes(outputs, copies, sync))
-            _note(tampering, tamper_guard.replaced_clocks())
+            with clock.step("guards"):
+                _note(tampering, tamper_guard.injected_threads(job.candidate.source_file))
+                # The delay counts from the snapshot: writing the outputs above is part of it.
+                _note(tampering, tamper_guard.late_writes(outputs, copies, sync, since=snapped))
+                _note(tampering, tamper_guard.replaced_clocks())
         if len(job.trials) >= 2 and hasattr(candidate, "run_same_buffers"):
-            result["address_probe"] = _address_probe(job, candidate, own_files)
+            with clock.step("address_probe"):
+                result["address_probe"] = _address_probe(job, candidate, own_files)
     except _Failure as failure:
         result["status"], result["diagnostics"] = failure.status, failure.diagnostics
     else:
         if job.timing is not None and job.trials:
-            result["timing"] = _time(job, candidate, result)
+            with clock.step("timing"):
+                result["timing"] = _time(job, candidate, result)
             _note(tampering, tamper_guard.replaced_clocks())
             _note(tampering, tamper_guard.injected_threads(job.candidate.source_file))
             if tampering:
                 result["timing"] = {"error": "timing discarded: " + tampering[0]}
     result["seconds"] = time.monotonic() - started
+    result["steps"] = clock.as_dict()
     return result
 
 

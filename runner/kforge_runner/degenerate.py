@@ -11,9 +11,15 @@ from typing import Dict, List
 
 import torch
 
+from kforge_runner import input_guard
 from kforge_runner.protocol import Tolerance
 
 MOSTLY_ZERO = 0.99
+
+
+# Elements looked at first by the all-elements predicates below: one failing element there settles
+# the answer (False) without a pass over the whole tensor; otherwise the whole tensor is checked.
+_PROBE_ELEMENTS = 4096
 
 
 def within_tolerance(candidate: torch.Tensor, reference: torch.Tensor, tolerance: Tolerance,
@@ -21,10 +27,24 @@ def within_tolerance(candidate: torch.Tensor, reference: torch.Tensor, tolerance
     """The orchestrator's rule: every ``|a - b| <= atol + rtol * |b|``, equal infinities match.
 
     NaN never matches unless ``nan_equal`` (used only to compare the reference with itself).
+    Identical bytes match at once (with ``nan_equal``, or when no element is NaN).
     """
     if candidate.shape != reference.shape:
         return False
-    a, b = candidate.double(), reference.double()
+    if candidate.dtype == reference.dtype and candidate.numel() > 0 and \
+            input_guard.same_bytes(candidate, reference):
+        if nan_equal or not candidate.is_floating_point():
+            return True
+        return not bool(candidate.isnan().any())
+    a, b = candidate.reshape(-1), reference.reshape(-1)
+    if a.numel() > _PROBE_ELEMENTS and \
+            not _close(a[:_PROBE_ELEMENTS], b[:_PROBE_ELEMENTS], tolerance, nan_equal):
+        return False
+    return _close(a, b, tolerance, nan_equal)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tolerance: Tolerance, nan_equal: bool) -> bool:
+    a, b = a.double(), b.double()
     ok = ((a - b).abs() <= tolerance.atol + tolerance.rtol * b.abs()) | (a == b)
     if nan_equal:
         ok |= a.isnan() & b.isnan()
@@ -32,12 +52,20 @@ def within_tolerance(candidate: torch.Tensor, reference: torch.Tensor, tolerance
 
 
 def _is_constant(t: torch.Tensor) -> bool:
-    return t.numel() == 0 or bool((t == t.reshape(-1)[0]).all())
+    if t.numel() == 0:
+        return True
+    flat = t.reshape(-1)
+    if not bool((flat[:_PROBE_ELEMENTS] == flat[0]).all()):
+        return False
+    return bool((flat == flat[0]).all())
 
 
 def _mean_passes(t: torch.Tensor, tolerance: Tolerance) -> bool:
+    """Whether the output's mean, as a constant tensor, would pass the comparison."""
     mean = t.double().mean() if t.numel() else torch.tensor(0.0, dtype=torch.float64)
-    return within_tolerance(torch.full(t.shape, float(mean), dtype=torch.float64), t, tolerance)
+    flat = t.reshape(-1)
+    constant = mean.to(flat.device).expand(flat.shape)
+    return within_tolerance(constant, flat, tolerance)
 
 
 class DegenerateCheck:

@@ -14,7 +14,8 @@ from typing import Any, Dict, List
 
 import torch
 
-from kforge_runner import environment, errors, input_guard, task_loader, tensor_files, timing
+from kforge_runner import (environment, errors, input_guard, phase_clock, task_loader, tensor_files,
+                           timing)
 from kforge_runner.degenerate import DegenerateCheck
 from kforge_runner.protocol import ReferenceJob, ReferenceTrial
 
@@ -57,13 +58,14 @@ def _as_output_list(value: Any) -> List[torch.Tensor]:
 
 def _run_model(model: torch.nn.Module, inputs: List[Any],
                device: torch.device) -> List[torch.Tensor]:
-    """Runs the model under no_grad on device clones of ``inputs``; returns CPU output copies."""
+    """Runs the model under no_grad on device clones of ``inputs``; returns its outputs, detached,
+    where the model left them (the device), after the device has finished them."""
     args = [v.to(device).clone() if isinstance(v, torch.Tensor) else v for v in inputs]
     with torch.no_grad():
         outputs = _as_output_list(model(*args))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return [t.detach().to("cpu", copy=True) for t in outputs]
+    return [t.detach() for t in outputs]
 
 
 def _all_finite(outputs: List[torch.Tensor]) -> bool:
@@ -71,7 +73,8 @@ def _all_finite(outputs: List[torch.Tensor]) -> bool:
 
 
 def _draw_trial(task, model, trial: ReferenceTrial, device: torch.device):
-    """Returns (inputs, outputs, distribution actually used, notes) for one trial."""
+    """Returns (inputs, outputs, distribution actually used, notes) for one trial; the outputs are
+    where the model left them (_run_model)."""
     torch.manual_seed(trial.seed)
     task_inputs = task.get_inputs()
     if trial.distribution != "task":
@@ -206,6 +209,7 @@ def run(job: ReferenceJob) -> Dict[str, Any]:
     Errors writing files propagate (the entry point reports them as infra_error).
     """
     started = time.monotonic()
+    clock = phase_clock.PhaseClock()
     device = torch.device(job.device)
     check = DegenerateCheck(job.tolerance)
     result: Dict[str, Any] = {"phase": "reference", "status": errors.STATUS_OK, "diagnostics": "",
@@ -214,35 +218,45 @@ def run(job: ReferenceJob) -> Dict[str, Any]:
                               "environment": environment.describe(device)}
     stage = "loading the task and constructing Model"
     try:
-        task = task_loader.load_task(job.task)
-        model, init_inputs = task_loader.construct(task.model_class, task, job.init_seed, device)
-        init = _write_init(job, model, init_inputs)
+        with clock.step("load_and_construct"):
+            task = task_loader.load_task(job.task)
+            model, init_inputs = task_loader.construct(task.model_class, task, job.init_seed,
+                                                       device)
+        with clock.step("write_tensors"):
+            init = _write_init(job, model, init_inputs)
         result["init_inputs"], result["state"] = init["init_inputs"], init["state"]
         first = None
         for k, trial in enumerate(job.trials):
             stage = f"trial {k}"
-            inputs, outputs, distribution, notes = _draw_trial(task, model, trial, device)
+            with clock.step("draw_and_run"):
+                inputs, outputs, distribution, notes = _draw_trial(task, model, trial, device)
+            with clock.step("degenerate_checks"):
+                check.add_trial(outputs)  # on the device, before the copies to the host
             name = f"trial_{k}"
-            result["trials"].append({
-                "index": k, "distribution": distribution,
-                "inputs": _write_all(os.path.join(job.inputs_dir, name), "input", inputs),
-                "outputs": _write_all(os.path.join(job.outputs_dir, name), "output", outputs),
-                "notes": notes})
-            check.add_trial(outputs)
+            with clock.step("write_tensors"):
+                result["trials"].append({
+                    "index": k, "distribution": distribution,
+                    "inputs": _write_all(os.path.join(job.inputs_dir, name), "input", inputs),
+                    "outputs": _write_all(os.path.join(job.outputs_dir, name), "output", outputs),
+                    "notes": notes})
             if first is None:
-                first = (inputs, outputs)
+                # A private copy: a model may hand back the same buffer on its next call.
+                first = (inputs, [t.clone() for t in outputs])
         stage = "determinism re-run of trial 0"
-        check.record_rerun(first[1], _run_model(model, first[0], device))
+        with clock.step("determinism_rerun"):
+            check.record_rerun(first[1], _run_model(model, first[0], device))
         result["degenerate"] = check.flags()
         if job.timing is not None:
             stage = "measuring the work of one call"
-            result["work"] = _work(model, first[0], first[1], device)
-            result["timing"] = _time_eager(job, model, first[0], device)
-            result["baselines"] = _time_compiled(job, model, first[0], device)
+            with clock.step("timing"):
+                result["work"] = _work(model, first[0], first[1], device)
+                result["timing"] = _time_eager(job, model, first[0], device)
+                result["baselines"] = _time_compiled(job, model, first[0], device)
     except OSError:
         raise
     except Exception as e:  # Anything raised by the task's code is the reference's failure.
         result["status"] = errors.STATUS_REFERENCE_ERROR
         result["diagnostics"] = errors.format_diagnostics(e, [job.task.source_file], stage)
     result["seconds"] = time.monotonic() - started
+    result["steps"] = clock.as_dict()
     return result

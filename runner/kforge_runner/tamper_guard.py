@@ -24,7 +24,15 @@ from kforge_runner import input_guard
 from kforge_runner import timing as _timing
 
 LATE_WRITE_DELAY_S = 0.02
+# Bound before any candidate code loads: the late-write delay cannot be shortened by patching them.
 _cuda_synchronize = torch.cuda.synchronize
+_monotonic = time.monotonic
+_sleep = time.sleep
+
+
+def now() -> float:
+    """``time.monotonic()`` as bound at import: the ``since`` of ``late_writes``."""
+    return _monotonic()
 
 
 def synchronizer(device: torch.device) -> Callable[[], None]:
@@ -98,11 +106,15 @@ def snapshot(outputs: List[Any]) -> List[Optional[torch.Tensor]]:
 
 
 def late_writes(outputs: List[Any], copies: List[Optional[torch.Tensor]],
-                sync: Callable[[], None], delay_s: float = LATE_WRITE_DELAY_S) -> List[str]:
-    """Findings for outputs that differ from their snapshot after ``delay_s`` and a sync."""
+                sync: Callable[[], None], delay_s: float = LATE_WRITE_DELAY_S,
+                since: Optional[float] = None) -> List[str]:
+    """Findings for outputs that differ from their snapshot at least ``delay_s`` after it was taken
+    (``since``: ``now()`` when the snapshot was taken; default: at this call), after a sync."""
     if not any(c is not None for c in copies):
         return []
-    time.sleep(delay_s)
+    wait = delay_s if since is None else delay_s - (_monotonic() - since)
+    if wait > 0:
+        _sleep(wait)
     sync()
     found = []
     for i, (live, copy) in enumerate(zip(outputs, copies)):

@@ -81,15 +81,31 @@ def write_tensor(directory: str, name: str, value: Value) -> Dict[str, Any]:
 
 
 def read_tensor(directory: str, entry: Dict[str, Any]) -> torch.Tensor:
-    """Reads the entry's tensor as a CPU tensor; raises ValueError if the file size is wrong."""
+    """Reads the entry's tensor as a CPU tensor; raises ValueError if the file size is wrong.
+
+    The file's bytes go straight into the tensor's storage (one copy, no intermediate array).
+    """
     name = entry["dtype"]
     shape = tuple(entry["shape"])
     path = os.path.join(directory, entry["file"])
-    array = np.fromfile(path, dtype=NUMPY_DTYPES[name])
     expected = int(np.prod(shape, dtype=np.int64))
-    if array.size != expected:
-        raise ValueError(f"{path}: holds {array.size} elements, manifest says shape {list(shape)}")
-    return from_host_array(array.reshape(shape), name)
+    tensor = torch.empty(shape, dtype=torch_dtype(name))
+    nbytes = expected * tensor.element_size()
+    size = os.path.getsize(path)
+    if size != nbytes:
+        raise ValueError(f"{path}: holds {size // max(tensor.element_size(), 1)} elements, "
+                         f"manifest says shape {list(shape)}")
+    if nbytes:
+        host = tensor.view(torch.int16) if name == "bfloat16" else tensor
+        view = memoryview(host.numpy().reshape(-1)).cast("B")
+        with open(path, "rb", buffering=0) as f:
+            done = 0
+            while done < nbytes:
+                n = f.readinto(view[done:])
+                if not n:
+                    raise ValueError(f"{path}: ended after {done} of {nbytes} bytes")
+                done += n
+    return tensor
 
 
 def read_value(directory: str, entry: Dict[str, Any]) -> Value:

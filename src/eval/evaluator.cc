@@ -231,7 +231,15 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   v.policy = options_.policy.value_or(task.policy);
   v.tolerance = ToleranceOf(v.policy);
   std::unique_ptr<WorkSlot> slot;
+  // Step times (Verdict::steps): each mark closes the step that began at the previous one.
+  auto last_mark = start;
+  auto mark = [&](const char* step) {
+    const auto now = SteadyClock::now();
+    v.steps.emplace_back(step, std::chrono::duration<double>(now - last_mark).count());
+    last_mark = now;
+  };
   auto finish = [&]() -> Verdict {
+    mark("finish");
     v.total_seconds = SecondsSince(start);
     spdlog::info("evaluate: {} on {}: {} ({:.2f} s)", task.name, v.target, EvalStatusName(v.status),
                  v.total_seconds);
@@ -239,6 +247,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       spdlog::warn("kept the work folder {}", slot->work().string());
     }
     slot.reset();  // stops unused runners, removes the folder
+    mark("cleanup");  // after `total`
     return v;
   };
   auto infra = [&](const Error& e) {
@@ -287,12 +296,14 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     }
   }
 
+  mark("guardrails");
   // Step: the evaluation's folder, with both runners already warming up.
   auto taken = TakeSlot(backend);
   if (!taken) return infra(taken.error());
   slot = std::move(*taken);
   // The next evaluations' runners warm up (Python, torch, device context) while this one runs.
   TopUpPreparedSlots(backend);
+  mark("take_slot");
   const fs::path task_file = slot->task_file();
   const fs::path candidate_file = slot->work() / ("candidate" + candidate.extension().string());
   std::error_code ec;
@@ -338,9 +349,11 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       if (!cached_baselines.contains(name)) ref_job.baselines.push_back(name);
     }
   }
+  mark("prepare_reference");
   auto ref_run = slot->reference().Run(ReferenceJobJson(ref_job), options_.reference_timeout, stop);
   if (!ref_run) return infra(ref_run.error());
   v.reference_seconds = slot->reference().seconds_since_job();
+  mark("reference");
   ReferenceResult reference;
   if (!ref_run->channel_problem.empty()) {
     return infra(Error{ErrorCode::kInternal, "the reference runner's result channel: " +
@@ -356,6 +369,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       ParseReferenceResult(ref_run->process.result_text, slot->inputs_dir(), slot->outputs_dir());
   if (!parsed_ref) return infra(parsed_ref.error());
   reference = std::move(*parsed_ref);
+  v.reference_steps = reference.steps_json;
   v.degenerate = reference.degenerate;
   v.environment = reference.environment_json;
   if (options_.time && reference.status == "ok") {
@@ -372,6 +386,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     return finish();
   }
   slot->SealReference();
+  mark("seal_reference");
 
   // Step: the compile's outcome.
   fs::path artifact;
@@ -393,6 +408,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       return infra(Error{ErrorCode::kIo, "cannot copy the compiled candidate: " + ec.message()});
     fs::permissions(artifact, kReadable, ec);
   }
+  mark("compile_wait");
 
   // Step: the candidate, sandboxed, as another user, without sight of the reference outputs.
   CandidateJob cand_job;
@@ -411,9 +427,11 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (options_.time) cand_job.timing = options_.timing;
   const auto cand_timeout =
       *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
+  mark("prepare_candidate");
   auto cand_run = slot->candidate().Run(CandidateJobJson(cand_job), cand_timeout, stop);
   if (!cand_run) return infra(cand_run.error());
   v.candidate_seconds = slot->candidate().seconds_since_job();
+  mark("candidate");
   v.isolation = DefaultSandbox()->isolation(slot->candidate().policy()).Describe();
   // Dynamic guardrails (docs/redteam.md): a finding names its check as "[check-id]".
   auto dynamic_guardrail = [&](std::string_view finding, std::string diagnostics) {
@@ -440,6 +458,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     return finish();
   }
   v.observed_isolation = result->observed_isolation_json;
+  v.candidate_steps = result->steps_json;
   if (!result->tampering.empty()) {
     std::string all;
     for (const auto& line : result->tampering) all += line + "\n";
@@ -454,6 +473,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     return finish();
   }
 
+  mark("parse_candidate");
   // Step: compare every trial's outputs here, against files the candidate never saw.
   if (result->trials.size() != reference.trials.size()) {
     v.status = EvalStatus::kRuntimeError;
@@ -461,6 +481,28 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
                             reference.trials.size());
     return finish();
   }
+  // Every comparison at once, on several threads: the trials' outputs, then the address probe's
+  // (against trial 1), which counts only when every trial passed.
+  std::vector<TensorPair> pairs;
+  for (std::size_t k = 0; k < reference.trials.size(); ++k) {
+    const auto& ref_outputs = reference.trials[k].outputs;
+    const auto& cand_outputs = result->trials[k].outputs;
+    if (cand_outputs.size() != ref_outputs.size()) continue;
+    for (std::size_t m = 0; m < ref_outputs.size(); ++m) {
+      pairs.push_back({&ref_outputs[m], &cand_outputs[m]});
+    }
+  }
+  const std::size_t probe_first = pairs.size();
+  const bool probe_comparable = result->address_probe && reference.trials.size() >= 2 &&
+                                result->address_probe->outputs.size() ==
+                                    reference.trials[1].outputs.size();
+  if (probe_comparable) {
+    for (std::size_t m = 0; m < reference.trials[1].outputs.size(); ++m) {
+      pairs.push_back({&reference.trials[1].outputs[m], &result->address_probe->outputs[m]});
+    }
+  }
+  std::vector<Result<TensorComparison>> comparisons = CompareTensorPairs(pairs, v.tolerance);
+  std::size_t next_comparison = 0;
   bool all_ok = true;
   for (std::size_t k = 0; k < reference.trials.size(); ++k) {
     const auto& ref_trial = reference.trials[k];
@@ -476,7 +518,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
                                      cand_trial.outputs.size(), ref_trial.outputs.size()));
     } else {
       for (std::size_t m = 0; m < ref_trial.outputs.size(); ++m) {
-        auto cmp = CompareTensors(ref_trial.outputs[m], cand_trial.outputs[m], v.tolerance);
+        const auto& cmp = comparisons[next_comparison++];
         if (!cmp) return infra(cmp.error());
         tv.max_abs_error = std::max(tv.max_abs_error, cmp->max_abs_error);
         tv.max_rel_error = std::max(tv.max_rel_error, cmp->max_rel_error);
@@ -503,8 +545,9 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     if (problem.empty() && probe.outputs.size() != ref_trial.outputs.size()) {
       problem = fmt::format("returned {} outputs", probe.outputs.size());
     }
-    for (std::size_t m = 0; problem.empty() && m < ref_trial.outputs.size(); ++m) {
-      auto cmp = CompareTensors(ref_trial.outputs[m], probe.outputs[m], v.tolerance);
+    for (std::size_t m = 0; problem.empty() && probe_comparable && m < ref_trial.outputs.size();
+         ++m) {
+      const auto& cmp = comparisons[probe_first + m];
       if (!cmp) return infra(cmp.error());
       if (!cmp->ok) problem = cmp->problem;
     }
@@ -518,6 +561,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
           problem);
     }
   }
+  mark("compare");
   if (all_ok) {
     v.status = EvalStatus::kCorrect;
     v.message = fmt::format("matches the reference on {} trials", v.trials.size());

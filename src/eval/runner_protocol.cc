@@ -223,6 +223,19 @@ std::string CandidateJobJson(const CandidateJob& job) {
   return j.dump(2);
 }
 
+// A result's `steps` object (diagnostic step times) as JSON text: numbers only, at most 32 short
+// names; anything else is dropped (a candidate's process could have written it).
+std::string StepsJson(const json& doc) {
+  auto it = doc.find("steps");
+  if (it == doc.end() || !it->is_object()) return "";
+  json steps = json::object();
+  for (const auto& [name, value] : it->items()) {
+    if (steps.size() >= 32) break;
+    if (value.is_number() && name.size() <= 40) steps[name] = value.get<double>();
+  }
+  return steps.dump();
+}
+
 Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::path& inputs_dir,
                                              const fs::path& outputs_dir) {
   auto doc = ParseDocument(text, "reference");
@@ -241,6 +254,7 @@ Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::pa
       r.degenerate.nondeterministic = d.value("nondeterministic", false);
     }
     r.timing = ParseTiming(*doc);
+    r.steps_json = StepsJson(*doc);
     if (doc->contains("baselines") && (*doc)["baselines"].is_object()) {
       for (const auto& [name, value] : (*doc)["baselines"].items()) {
         r.baselines[name] = ParseTiming(json{{"timing", value}});
@@ -286,6 +300,7 @@ Result<CandidateResult> ParseCandidateResult(std::string_view text, const fs::pa
       r.observed_isolation_json = (*doc)["observed_isolation"].dump();
     }
     r.timing = ParseTiming(*doc);
+    r.steps_json = StepsJson(*doc);
     r.tampering = doc->value("tampering", std::vector<std::string>{});
     for (const auto& t : doc->value("trials", json::array())) {
       CandidateTrial trial;

@@ -78,6 +78,7 @@ struct ReferenceResult {
   std::map<std::string, TimingOutcome> baselines;     // the requested compile baselines
   std::map<std::string, std::string> baselines_json;  // the same, as the runner wrote them
   std::optional<CallWork> work;                       // with timing
+  std::string steps_json;  // the runner's step times (JSON object of numbers), or ""
 };
 
 struct CandidateTrial {
@@ -98,6 +99,7 @@ struct CandidateResult {
   std::string observed_isolation_json;
   std::string environment_json;
   TimingOutcome timing;
+  std::string steps_json;  // the runner's step times (JSON object of numbers), or ""
 };
 
 // The result seal (runner/PROTOCOL.md "Result seal"): `text` must be exactly one line, a JSON

@@ -3,11 +3,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <thread>
 
-#include "kforge/core/files.h"
 
 namespace kforge {
 namespace {
@@ -37,24 +46,119 @@ float HalfToFloat(std::uint16_t h) {
   return std::bit_cast<float>(bits);
 }
 
-// Element `i` of a buffer of `dtype`, as double.
-double Load(const std::string& dtype, const char* data, std::int64_t i) {
-  auto at = [&](auto type_tag) {
-    using T = decltype(type_tag);
-    T value;
-    std::memcpy(&value, data + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
-    return value;
-  };
-  if (dtype == "float32") return at(float{});
-  if (dtype == "float64") return at(double{});
-  if (dtype == "float16") return HalfToFloat(at(std::uint16_t{}));
-  if (dtype == "bfloat16") return std::bit_cast<float>(static_cast<std::uint32_t>(at(std::uint16_t{})) << 16);
-  if (dtype == "int32") return at(std::int32_t{});
-  if (dtype == "int64") return static_cast<double>(at(std::int64_t{}));
-  if (dtype == "int16") return at(std::int16_t{});
-  if (dtype == "int8") return at(std::int8_t{});
-  if (dtype == "uint8" || dtype == "bool") return at(std::uint8_t{});
-  return std::nan("");
+// A file mapped read-only for the length of a comparison (no copy into memory of our own).
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (data_ != nullptr && data_ != MAP_FAILED) ::munmap(data_, size_);
+  }
+
+  Status Open(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return IoError(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return IoError(fmt::format("{} is not a readable regular file", path.string()));
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (data_ == MAP_FAILED) {
+        ::close(fd);
+        return IoError(fmt::format("cannot map {}: {}", path.string(), std::strerror(errno)));
+      }
+    }
+    ::close(fd);
+    return {};
+  }
+
+  const char* data() const { return size_ > 0 ? static_cast<const char*>(data_) : ""; }
+  std::size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Element `i` of a buffer of `T`.
+template <typename T>
+T LoadRaw(const char* data, std::int64_t i) {
+  T value;
+  std::memcpy(&value, data + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+  return value;
+}
+
+// The per-element rule over `n` elements of one stored type; `to_double` decodes an element.
+template <typename T, typename ToDouble>
+std::int64_t CompareElements(const char* ref, const char* cand, std::int64_t n,
+                             const Tolerance& tolerance, ToDouble to_double,
+                             TensorComparison& cmp) {
+  std::int64_t bad = 0;
+  double max_abs = cmp.max_abs_error;
+  double max_rel = cmp.max_rel_error;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double b = to_double(LoadRaw<T>(ref, i));
+    const double a = to_double(LoadRaw<T>(cand, i));
+    bool good;
+    double abs_err;
+    if (std::isnan(a) || std::isnan(b)) {
+      good = false;
+      abs_err = INFINITY;
+    } else if (std::isinf(a) || std::isinf(b)) {
+      good = a == b;
+      abs_err = good ? 0 : INFINITY;
+    } else {
+      abs_err = std::fabs(a - b);
+      good = abs_err <= tolerance.atol + tolerance.rtol * std::fabs(b);
+    }
+    max_abs = std::max(max_abs, abs_err);
+    if (std::fabs(b) > 0) max_rel = std::max(max_rel, abs_err / std::fabs(b));
+    if (!good) {
+      if (bad == 0) {
+        cmp.first_bad_index = i;
+        cmp.first_bad_expected = b;
+        cmp.first_bad_actual = a;
+      }
+      ++bad;
+    }
+  }
+  cmp.max_abs_error = max_abs;
+  cmp.max_rel_error = max_rel;
+  return bad;
+}
+
+// Dispatches on the dtype once; returns the count of elements out of tolerance, or -1 for an
+// unknown dtype.
+std::int64_t CompareBuffers(const std::string& dtype, const char* ref, const char* cand,
+                            std::int64_t n, const Tolerance& tol, TensorComparison& cmp) {
+  auto same = [](auto v) { return static_cast<double>(v); };
+  if (dtype == "float32") return CompareElements<float>(ref, cand, n, tol, same, cmp);
+  if (dtype == "float64") return CompareElements<double>(ref, cand, n, tol, same, cmp);
+  if (dtype == "float16") {
+    return CompareElements<std::uint16_t>(
+        ref, cand, n, tol, [](std::uint16_t h) { return static_cast<double>(HalfToFloat(h)); },
+        cmp);
+  }
+  if (dtype == "bfloat16") {
+    return CompareElements<std::uint16_t>(
+        ref, cand, n, tol,
+        [](std::uint16_t h) {
+          return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16));
+        },
+        cmp);
+  }
+  if (dtype == "int32") return CompareElements<std::int32_t>(ref, cand, n, tol, same, cmp);
+  if (dtype == "int64") return CompareElements<std::int64_t>(ref, cand, n, tol, same, cmp);
+  if (dtype == "int16") return CompareElements<std::int16_t>(ref, cand, n, tol, same, cmp);
+  if (dtype == "int8") return CompareElements<std::int8_t>(ref, cand, n, tol, same, cmp);
+  if (dtype == "uint8" || dtype == "bool") {
+    return CompareElements<std::uint8_t>(ref, cand, n, tol, same, cmp);
+  }
+  return -1;
 }
 
 }  // namespace
@@ -88,48 +192,23 @@ Result<TensorComparison> CompareTensors(const TensorFile& reference, const Tenso
   }
   const int size = DtypeSize(reference.dtype);
   if (size == 0) return InvalidArgument(fmt::format("unknown dtype '{}'", reference.dtype));
-  auto ref_bytes = ReadFile(reference.file);
-  if (!ref_bytes) return std::unexpected(ref_bytes.error());
-  auto cand_bytes = ReadFile(candidate.file);
-  if (!cand_bytes) return std::unexpected(cand_bytes.error());
+  MappedFile ref_file;
+  if (auto s = ref_file.Open(reference.file); !s) return std::unexpected(s.error());
+  MappedFile cand_file;
+  if (auto s = cand_file.Open(candidate.file); !s) return std::unexpected(s.error());
   const std::int64_t n = reference.numel();
   const auto expected_bytes = static_cast<std::size_t>(n * size);
-  if (ref_bytes->size() != expected_bytes) {
+  if (ref_file.size() != expected_bytes) {
     return Internal(fmt::format("reference file {} has {} bytes, expected {}",
-                                reference.file.string(), ref_bytes->size(), expected_bytes));
+                                reference.file.string(), ref_file.size(), expected_bytes));
   }
-  if (cand_bytes->size() != expected_bytes) {
+  if (cand_file.size() != expected_bytes) {
     cmp.problem = fmt::format("{}: the candidate wrote {} bytes, expected {}", reference.name,
-                              cand_bytes->size(), expected_bytes);
+                              cand_file.size(), expected_bytes);
     return cmp;
   }
-  std::int64_t bad = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double b = Load(reference.dtype, ref_bytes->data(), i);
-    const double a = Load(reference.dtype, cand_bytes->data(), i);
-    bool good;
-    double abs_err;
-    if (std::isnan(a) || std::isnan(b)) {
-      good = false;
-      abs_err = INFINITY;
-    } else if (std::isinf(a) || std::isinf(b)) {
-      good = a == b;
-      abs_err = good ? 0 : INFINITY;
-    } else {
-      abs_err = std::fabs(a - b);
-      good = abs_err <= tolerance.atol + tolerance.rtol * std::fabs(b);
-    }
-    cmp.max_abs_error = std::max(cmp.max_abs_error, abs_err);
-    if (std::fabs(b) > 0) cmp.max_rel_error = std::max(cmp.max_rel_error, abs_err / std::fabs(b));
-    if (!good) {
-      if (bad == 0) {
-        cmp.first_bad_index = i;
-        cmp.first_bad_expected = b;
-        cmp.first_bad_actual = a;
-      }
-      ++bad;
-    }
-  }
+  const std::int64_t bad =
+      CompareBuffers(reference.dtype, ref_file.data(), cand_file.data(), n, tolerance, cmp);
   cmp.fraction_bad = n > 0 ? static_cast<double>(bad) / static_cast<double>(n) : 0.0;
   cmp.ok = bad == 0;
   if (!cmp.ok) {
@@ -140,6 +219,29 @@ Result<TensorComparison> CompareTensors(const TensorFile& reference, const Tenso
         cmp.first_bad_index, cmp.first_bad_expected, cmp.first_bad_actual);
   }
   return cmp;
+}
+
+std::vector<Result<TensorComparison>> CompareTensorPairs(const std::vector<TensorPair>& pairs,
+                                                         const Tolerance& tolerance,
+                                                         unsigned max_threads) {
+  std::vector<std::optional<Result<TensorComparison>>> slots(pairs.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < pairs.size(); i = next++) {
+      slots[i] = CompareTensors(*pairs[i].reference, *pairs[i].candidate, tolerance);
+    }
+  };
+  if (max_threads == 0) max_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  const auto threads = static_cast<unsigned>(std::min<std::size_t>(max_threads, pairs.size()));
+  {
+    std::vector<std::jthread> workers;
+    for (unsigned t = 1; t < threads; ++t) workers.emplace_back(work);
+    work();
+  }  // joins the workers
+  std::vector<Result<TensorComparison>> results;
+  results.reserve(pairs.size());
+  for (auto& slot : slots) results.push_back(std::move(*slot));
+  return results;
 }
 
 }  // namespace kforge

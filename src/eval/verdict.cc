@@ -107,10 +107,15 @@ std::string Verdict::ToJson() const {
                      {"constant_passes", degenerate.constant_passes},
                      {"nondeterministic", degenerate.nondeterministic}};
   j["guardrail_flags"] = guardrail_flags;
+  nlohmann::json orchestrator = nlohmann::json::object();
+  for (const auto& [name, seconds] : steps) orchestrator[name] = seconds;
   j["seconds"] = {{"compile", compile_seconds},
                   {"reference", reference_seconds},
                   {"candidate", candidate_seconds},
-                  {"total", total_seconds}};
+                  {"total", total_seconds},
+                  {"steps", {{"orchestrator", orchestrator},
+                             {"reference", ParseOrNull(reference_steps)},
+                             {"candidate", ParseOrNull(candidate_steps)}}}};
   j["compile_cache_hit"] = compile_cache_hit;
   j["isolation"] = {{"sandbox", isolation}, {"observed", ParseOrNull(observed_isolation)}};
   j["environment"] = ParseOrNull(environment);

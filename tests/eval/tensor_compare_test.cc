@@ -108,5 +108,49 @@ TEST_F(TensorCompareTest, IntegersCompareExactlyAtZeroTolerance) {
   EXPECT_FALSE(CompareTensors(ref, Write<std::int64_t>("k", {3, 8}, "int64"), {0, 0})->ok);
 }
 
+TEST_F(TensorCompareTest, EveryStoredTypeAndEmptyTensors) {
+  EXPECT_TRUE(CompareTensors(Write<std::int8_t>("a", {-3, 4}, "int8"),
+                             Write<std::int8_t>("b", {-3, 4}, "int8"), {0, 0})->ok);
+  EXPECT_FALSE(CompareTensors(Write<std::uint8_t>("c", {1, 0}, "bool"),
+                              Write<std::uint8_t>("d", {1, 1}, "bool"), {0, 0})->ok);
+  EXPECT_TRUE(CompareTensors(Write<std::int16_t>("e", {-300}, "int16"),
+                             Write<std::int16_t>("f", {-300}, "int16"), {0, 0})->ok);
+  EXPECT_TRUE(CompareTensors(Write<std::int32_t>("g", {1 << 30}, "int32"),
+                             Write<std::int32_t>("h", {1 << 30}, "int32"), {0, 0})->ok);
+  auto empty = Write<float>("empty", {}, "float32", {0, 4});
+  auto cmp = CompareTensors(empty, Write<float>("empty2", {}, "float32", {0, 4}), {});
+  ASSERT_TRUE(cmp.has_value());
+  EXPECT_TRUE(cmp->ok);
+  EXPECT_EQ(cmp->fraction_bad, 0.0);
+  TensorFile missing{"output_0", dir_ / "missing.bin", "float32", {1}};
+  EXPECT_FALSE(CompareTensors(missing, missing, {}).has_value());
+}
+
+TEST_F(TensorCompareTest, PairsAreComparedInTheirOrderOnSeveralThreads) {
+  std::vector<TensorFile> refs;
+  std::vector<TensorFile> cands;
+  for (int i = 0; i < 9; ++i) {
+    std::vector<float> values(1000, static_cast<float>(i));
+    refs.push_back(Write<float>("r" + std::to_string(i), values, "float32"));
+    if (i % 3 == 1) values[999 - i] += 1.0f;  // pairs 1, 4 and 7 are wrong at element 999 - i
+    cands.push_back(Write<float>("c" + std::to_string(i), values, "float32"));
+  }
+  std::vector<TensorPair> pairs;
+  for (int i = 0; i < 9; ++i) pairs.push_back({&refs[i], &cands[i]});
+  TensorFile missing{"output_0", dir_ / "missing.bin", "float32", {1000}};
+  pairs.push_back({&refs[0], &missing});
+  for (unsigned threads : {1u, 4u, 0u}) {
+    auto results = CompareTensorPairs(pairs, {1e-4, 1e-4}, threads);
+    ASSERT_EQ(results.size(), pairs.size());
+    for (int i = 0; i < 9; ++i) {
+      ASSERT_TRUE(results[i].has_value());
+      EXPECT_EQ(results[i]->ok, i % 3 != 1) << i;
+      if (i % 3 == 1) EXPECT_EQ(results[i]->first_bad_index, 999 - i);
+    }
+    EXPECT_FALSE(results[9].has_value());
+  }
+  EXPECT_TRUE(CompareTensorPairs({}, {}).empty());
+}
+
 }  // namespace
 }  // namespace kforge

@@ -152,6 +152,29 @@ TEST(VerdictTimingTest, ShownInTextAndJson) {
   EXPECT_TRUE(fj["timing"]["speedup_vs_eager"].is_null());
 }
 
+TEST(StepTimesTest, RunnerStepsAreNumbersOnlyAndReachTheVerdict) {
+  auto r = ParseCandidateResult(
+      R"({"protocol": 1, "status": "ok", "trials": [],
+          "steps": {"call": 0.25, "write_tensors": 0.5, "forged": "fast", "nested": {"a": 1}}})",
+      "/tmp");
+  ASSERT_TRUE(r.has_value());
+  auto steps = nlohmann::json::parse(r->steps_json);
+  EXPECT_EQ(steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(steps["call"].get<double>(), 0.25);
+  auto bare = ParseReferenceResult(R"({"protocol": 1, "status": "ok", "trials": []})", "/tmp",
+                                   "/tmp");
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->steps_json, "");
+
+  Verdict v;
+  v.steps = {{"take_slot", 0.01}, {"reference", 0.4}};
+  v.candidate_steps = r->steps_json;
+  auto j = nlohmann::json::parse(v.ToJson());
+  EXPECT_DOUBLE_EQ(j["seconds"]["steps"]["orchestrator"]["reference"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(j["seconds"]["steps"]["candidate"]["write_tensors"].get<double>(), 0.5);
+  EXPECT_TRUE(j["seconds"]["steps"]["reference"].is_null());
+}
+
 TEST(FormatSecondsTest, PicksAUnit) {
   EXPECT_EQ(FormatSeconds(812e-9), "812 ns");
   EXPECT_EQ(FormatSeconds(12.3e-6), "12.3 us");

@@ -43,6 +43,18 @@ struct TensorComparison {
 Result<TensorComparison> CompareTensors(const TensorFile& reference, const TensorFile& candidate,
                                         const Tolerance& tolerance);
 
+// A (reference, candidate) pair for CompareTensorPairs; both must outlive the call.
+struct TensorPair {
+  const TensorFile* reference = nullptr;
+  const TensorFile* candidate = nullptr;
+};
+
+// CompareTensors over every pair, on up to `max_threads` threads (0: the hardware's count, at
+// most 16); results in the pairs' order. Each comparison reads only its own files.
+std::vector<Result<TensorComparison>> CompareTensorPairs(const std::vector<TensorPair>& pairs,
+                                                         const Tolerance& tolerance,
+                                                         unsigned max_threads = 0);
+
 }  // namespace kforge
 
 #endif  // KFORGE_EVAL_TENSOR_COMPARE_H_

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kforge/core/error.h"
@@ -67,6 +68,12 @@ struct Verdict {
   double reference_seconds = 0;
   double candidate_seconds = 0;
   double total_seconds = 0;
+  // Where the time went (diagnostic only; docs/verdict.md "seconds.steps"): the orchestrator's
+  // steps in order, and each runner's own step times as the runner reported them (JSON object
+  // text, empty when the phase did not report).
+  std::vector<std::pair<std::string, double>> steps;
+  std::string reference_steps;
+  std::string candidate_steps;
   std::string isolation;           // what the sandbox provided (Isolation::Describe)
   std::string observed_isolation;  // what the runner saw from inside, as JSON text
   std::string environment;         // runner environment as JSON text

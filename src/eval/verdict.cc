@@ -78,6 +78,108 @@ std::string DegenerateFlags::Describe() const {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+namespace {
+
+std::optional<TimingStats> TimingFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  TimingStats t;
+  t.clock = j.value("clock", "");
+  t.median_s = j.value("median_s", 0.0);
+  t.mean_s = j.value("mean_s", 0.0);
+  t.min_s = j.value("min_s", 0.0);
+  t.p10_s = j.value("p10_s", 0.0);
+  t.p90_s = j.value("p90_s", 0.0);
+  t.rel_std = j.value("rel_std", 0.0);
+  t.samples = j.value("samples", 0);
+  t.stopped_by = j.value("stopped_by", "");
+  t.discarded = j.value("discarded", 0);
+  auto number = [&j](const char* key) -> std::optional<double> {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>())
+                                            : std::nullopt;
+  };
+  if (auto mhz = number("sm_clock_mhz")) t.sm_clock_mhz = static_cast<int>(*mhz);
+  t.warm_median_s = number("warm_median_s");
+  t.graph_replay_median_s = number("graph_replay_median_s");
+  t.graph_replay_error = j.value("graph_replay_error", "");
+  t.host_sync_median_s = number("host_sync_median_s");
+  t.side_stream_suspect = j.value("side_stream_suspect", false);
+  if (auto cold = j.find("cold"); cold != j.end() && !cold->is_null()) t.cold_json = cold->dump();
+  return t;
+}
+
+std::optional<double> NumberOrNull(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>())
+                                          : std::nullopt;
+}
+
+}  // namespace
+
+Verdict Verdict::FromJson(const std::string& text) {
+  Verdict v;
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) {
+    v.status = EvalStatus::kInfraError;
+    v.message = "the stored verdict is not a JSON object";
+    return v;
+  }
+  auto status = ParseEvalStatus(j.value("status", ""));
+  v.status = status ? *status : EvalStatus::kInfraError;
+  v.message = j.value("message", "");
+  v.diagnostics = j.value("diagnostics", "");
+  v.target = j.value("target", "");
+  if (auto task = j.find("task"); task != j.end() && task->is_object()) {
+    v.task_name = task->value("name", "");
+    v.task_origin = task->value("origin", "");
+  }
+  if (auto c = j.find("candidate"); c != j.end() && c->is_object()) {
+    v.candidate = c->value("path", "");
+    v.candidate_kind = c->value("kind", "");
+    v.mode = c->value("mode", "");
+  }
+  if (auto p = j.find("precision"); p != j.end() && p->is_object()) {
+    if (auto policy = ParsePrecisionPolicy(p->value("policy", ""))) v.policy = *policy;
+    v.tolerance.atol = p->value("atol", v.tolerance.atol);
+    v.tolerance.rtol = p->value("rtol", v.tolerance.rtol);
+  }
+  if (auto d = j.find("degenerate"); d != j.end() && d->is_object()) {
+    v.degenerate.all_zero = d->value("all_zero", false);
+    v.degenerate.mostly_zero = d->value("mostly_zero", false);
+    v.degenerate.constant = d->value("constant", false);
+    v.degenerate.constant_passes = d->value("constant_passes", false);
+    v.degenerate.nondeterministic = d->value("nondeterministic", false);
+  }
+  if (auto s = j.find("seconds"); s != j.end() && s->is_object()) {
+    v.compile_seconds = s->value("compile", 0.0);
+    v.reference_seconds = s->value("reference", 0.0);
+    v.candidate_seconds = s->value("candidate", 0.0);
+    v.total_seconds = s->value("total", 0.0);
+  }
+  v.compile_cache_hit = j.value("compile_cache_hit", false);
+  if (auto t = j.find("timing"); t != j.end() && t->is_object()) {
+    v.timing = TimingFromJson(t->value("candidate", nlohmann::json()));
+    v.timing_error = t->value("candidate_error", "");
+    v.eager_baseline = TimingFromJson(t->value("eager_baseline", nlohmann::json()));
+    v.eager_baseline_error = t->value("eager_baseline_error", "");
+    v.compile_baseline = TimingFromJson(t->value("compile_baseline", nlohmann::json()));
+    v.compile_baseline_error = t->value("compile_baseline_error", "");
+    v.compile_baseline_cached = t->value("compile_baseline_cached", false);
+    v.compile_max_autotune_baseline =
+        TimingFromJson(t->value("compile_max_autotune_baseline", nlohmann::json()));
+    v.compile_max_autotune_baseline_error = t->value("compile_max_autotune_baseline_error", "");
+    v.compile_max_autotune_baseline_cached =
+        t->value("compile_max_autotune_baseline_cached", false);
+    v.speedup_vs_eager = NumberOrNull(*t, "speedup_vs_eager");
+    v.speedup_vs_compile = NumberOrNull(*t, "speedup_vs_compile");
+    v.speedup_vs_best_baseline = NumberOrNull(*t, "speedup_vs_best_baseline");
+    v.sol_fraction = NumberOrNull(*t, "sol_fraction");
+    v.held_for_review = t->value("held_for_review", false);
+    v.review_reason = t->value("review_reason", "");
+  }
+  return v;
+}
+
 std::string Verdict::ToJson() const {
   nlohmann::json j;
   j["verdict_version"] = 1;

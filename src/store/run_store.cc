@@ -523,20 +523,20 @@ Result<std::optional<EvaluationRecord>> RunStore::FindEvaluation(const std::stri
 
 Result<std::vector<RunRecord>> RunStore::ListRuns() {
   return impl_->QueryAll(
-      &ReadRun, fmt::format("SELECT {} FROM runs ORDER BY created_at DESC, id DESC", kRunColumns));
+      &ReadRun, fmt::format("SELECT {} FROM runs ORDER BY created_at DESC, rowid DESC", kRunColumns));
 }
 
 Result<std::vector<TaskRecord>> RunStore::ListTasks(const std::string& run_id) {
   return impl_->QueryAll(
       &ReadTask,
-      fmt::format("SELECT {} FROM tasks WHERE run_id = ? ORDER BY created_at, id", kTaskColumns),
+      fmt::format("SELECT {} FROM tasks WHERE run_id = ? ORDER BY created_at, rowid", kTaskColumns),
       run_id);
 }
 
 Result<std::vector<CandidateRecord>> RunStore::ListCandidates(const std::string& run_id) {
   return impl_->QueryAll(&ReadCandidate,
                          fmt::format("SELECT {} FROM candidates WHERE run_id = ? "
-                                     "ORDER BY created_at, id",
+                                     "ORDER BY created_at, rowid",
                                      kCandidateColumns),
                          run_id);
 }
@@ -544,7 +544,7 @@ Result<std::vector<CandidateRecord>> RunStore::ListCandidates(const std::string&
 Result<std::vector<EvaluationRecord>> RunStore::ListEvaluations(const std::string& run_id) {
   return impl_->QueryAll(&ReadEvaluation,
                          fmt::format("SELECT {} FROM evaluations WHERE run_id = ? "
-                                     "ORDER BY created_at, id",
+                                     "ORDER BY created_at, rowid",
                                      kEvaluationColumns),
                          run_id);
 }
@@ -563,7 +563,7 @@ Result<std::vector<EvaluationRow>> RunStore::ListEvaluationRows(const std::strin
       fmt::format("SELECT {}, {}, t.name FROM evaluations e "
                   "JOIN candidates c ON c.id = e.candidate_id "
                   "JOIN tasks t ON t.id = c.task_id "
-                  "WHERE e.run_id = ? ORDER BY e.created_at, e.id",
+                  "WHERE e.run_id = ? ORDER BY e.created_at, e.rowid",
                   Qualified(kEvaluationColumns, "e"), Qualified(kCandidateColumns, "c")),
       run_id);
 }
@@ -574,7 +574,7 @@ Result<std::vector<EvaluationRow>> RunStore::ListEvaluationRowsOfTask(const std:
       fmt::format("SELECT {}, {}, t.name FROM candidates c "
                   "JOIN evaluations e ON e.candidate_id = c.id "
                   "JOIN tasks t ON t.id = c.task_id "
-                  "WHERE c.task_id = ? ORDER BY e.created_at, e.id",
+                  "WHERE c.task_id = ? ORDER BY e.created_at, e.rowid",
                   Qualified(kEvaluationColumns, "e"), Qualified(kCandidateColumns, "c")),
       task_id);
 }
@@ -582,7 +582,7 @@ Result<std::vector<EvaluationRow>> RunStore::ListEvaluationRowsOfTask(const std:
 Result<std::vector<LlmCallRecord>> RunStore::ListLlmCalls(const std::string& run_id) {
   return impl_->QueryAll(&ReadLlmCall,
                          fmt::format("SELECT {} FROM llm_calls WHERE run_id = ? "
-                                     "ORDER BY created_at, id",
+                                     "ORDER BY created_at, rowid",
                                      kLlmCallColumns),
                          run_id);
 }
@@ -590,7 +590,7 @@ Result<std::vector<LlmCallRecord>> RunStore::ListLlmCalls(const std::string& run
 Result<std::vector<ProfileRecord>> RunStore::ListProfiles(const std::string& evaluation_id) {
   return impl_->QueryAll(&ReadProfile,
                          fmt::format("SELECT {} FROM profiles WHERE evaluation_id = ? "
-                                     "ORDER BY created_at, id",
+                                     "ORDER BY created_at, rowid",
                                      kProfileColumns),
                          evaluation_id);
 }
@@ -599,7 +599,7 @@ Result<std::vector<RecommendationRecord>> RunStore::ListRecommendations(
     const std::string& run_id) {
   return impl_->QueryAll(&ReadRecommendation,
                          fmt::format("SELECT {} FROM recommendations WHERE run_id = ? "
-                                     "ORDER BY created_at, id",
+                                     "ORDER BY created_at, rowid",
                                      kRecommendationColumns),
                          run_id);
 }

@@ -29,21 +29,13 @@ constexpr std::string_view kStoppedReason = "stopped on request (resumable)";
 
 // The fields of a stored verdict the loop uses again (feedback and selection); the JSON is parsed
 // here, at the edge, and nowhere else in the loop.
+// A stored evaluation read back as the loop needs it: with its timings, so that a resumed run
+// ranks candidates and renders its prompts (which quote the timings) exactly as the first did.
 Verdict VerdictFromStored(const store::EvaluationRecord& record) {
-  Verdict verdict;
+  Verdict verdict = Verdict::FromJson(record.verdict_json);
   verdict.status = record.status;
   verdict.target = record.target;
   verdict.total_seconds = record.wall_s;
-  auto json = nlohmann::json::parse(record.verdict_json, nullptr, false);
-  if (json.is_object()) {
-    verdict.message = json.value("message", "");
-    verdict.diagnostics = json.value("diagnostics", "");
-    if (auto seconds = json.find("seconds"); seconds != json.end() && seconds->is_object()) {
-      verdict.compile_seconds = seconds->value("compile", 0.0);
-      verdict.reference_seconds = seconds->value("reference", 0.0);
-      verdict.candidate_seconds = seconds->value("candidate", 0.0);
-    }
-  }
   return verdict;
 }
 

@@ -184,3 +184,77 @@ TEST(FormatSecondsTest, PicksAUnit) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// A stored verdict read back keeps what the synthesis loop ranks by and quotes in its prompts, so
+// that a resumed run decides and asks exactly as the first did.
+TEST(VerdictFromJsonTest, RoundTripKeepsTimingsSpeedupsFlagsAndHold) {
+  Verdict v;
+  v.status = EvalStatus::kCorrect;
+  v.message = "matches the reference on 5 trials";
+  v.task_name = "76_Gemm_Add_ReLU";
+  v.target = "nvidia/cuda";
+  v.policy = PrecisionPolicy::kTf32;
+  v.tolerance = ToleranceOf(PrecisionPolicy::kTf32);
+  v.degenerate.mostly_zero = true;
+  TimingStats t;
+  t.clock = "events-cold";
+  t.median_s = 0.0037;
+  t.mean_s = 0.00371;
+  t.min_s = 0.00369;
+  t.p10_s = 0.00369;
+  t.p90_s = 0.0037;
+  t.rel_std = 0.0048;
+  t.samples = 136;
+  t.stopped_by = "noise";
+  t.sm_clock_mhz = 1980;
+  t.warm_median_s = 0.00371;
+  t.host_sync_median_s = 0.00371;
+  v.timing = t;
+  TimingStats eager = t;
+  eager.median_s = 0.00274;
+  v.eager_baseline = eager;
+  v.compile_baseline_error = "torch.compile is not available";
+  v.speedup_vs_eager = 0.741;
+  v.speedup_vs_best_baseline = 0.741;
+  v.sol_fraction = 0.12;
+  v.held_for_review = true;
+  v.review_reason = "work the timing events did not see";
+  v.total_seconds = 13.5;
+
+  const Verdict back = Verdict::FromJson(v.ToJson());
+  EXPECT_EQ(back.status, EvalStatus::kCorrect);
+  EXPECT_EQ(back.message, v.message);
+  EXPECT_EQ(back.task_name, v.task_name);
+  EXPECT_EQ(back.policy, PrecisionPolicy::kTf32);
+  EXPECT_TRUE(back.degenerate.mostly_zero);
+  ASSERT_TRUE(back.timing);
+  EXPECT_EQ(back.timing->Describe(), v.timing->Describe());
+  EXPECT_EQ(back.timing->SideFigures(), v.timing->SideFigures());
+  ASSERT_TRUE(back.eager_baseline);
+  EXPECT_DOUBLE_EQ(back.eager_baseline->median_s, 0.00274);
+  EXPECT_FALSE(back.compile_baseline);
+  EXPECT_EQ(back.compile_baseline_error, v.compile_baseline_error);
+  ASSERT_TRUE(back.speedup_vs_eager);
+  EXPECT_DOUBLE_EQ(*back.speedup_vs_eager, 0.741);
+  EXPECT_FALSE(back.speedup_vs_compile);
+  EXPECT_DOUBLE_EQ(*back.sol_fraction, 0.12);
+  EXPECT_TRUE(back.held_for_review);
+  EXPECT_EQ(back.review_reason, v.review_reason);
+  EXPECT_DOUBLE_EQ(back.total_seconds, 13.5);
+  // The ranking sees the same medians.
+  Verdict slower = back;
+  slower.timing->median_s = 0.005;
+  EXPECT_TRUE(IsBetter(back, slower));
+}
+
+TEST(VerdictFromJsonTest, UnreadableTextIsAnInfraErrorThatSaysSo) {
+  const Verdict v = Verdict::FromJson("not json");
+  EXPECT_EQ(v.status, EvalStatus::kInfraError);
+  EXPECT_NE(v.message.find("not a JSON object"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge

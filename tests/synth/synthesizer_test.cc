@@ -61,7 +61,8 @@ const char kAdvice[] =
 // A run directory with its run row, the relu task, the cpu/cpp backend and an evaluator.
 class Harness {
  public:
-  explicit Harness(const fs::path& run_dir) {
+  // `time`: time correct candidates (the optimization prompts then quote the timings).
+  explicit Harness(const fs::path& run_dir, bool time = false) {
     auto suite = LoadSuite(kSource / "examples/suites/ci-cpu.toml");
     if (!suite) {
       problem_ = suite.error().message;
@@ -85,6 +86,8 @@ class Harness {
     }
     EvalOptions options;
     options.trials = 2;
+    options.time = time;
+    options.timing.max_seconds = 1;  // a short measurement is enough for these tests
     evaluator_ = std::make_unique<Evaluator>(compiler_, options);
   }
 
@@ -429,6 +432,62 @@ TEST(SynthesizerResumeTest, KillAfterFirstEvaluationThenResumeRepeatsNoCall) {
   EXPECT_EQ((*evaluations)[1].status, store::EvaluationStatus::kCorrect);
   auto tasks = store.ListTasks("run-1");
   EXPECT_EQ(tasks->size(), 1u);
+}
+
+// kill -9 in an optimization pass after the analysis agent answered, with timing on: the
+// resumed run reads the stored verdict back with its timings, so the analysis prompt (which
+// quotes them) is the same, is answered from the store, and only the unfinished generation call
+// is made again.
+TEST(SynthesizerResumeTest, KillInAnOptimizationPassThenResumeRepeatsNoAnalysisCall) {
+  store::ScratchDir dir;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Harness harness(dir.path(), /*time=*/true);
+    if (!harness.Unusable().empty()) _exit(77);
+    auto generation = std::make_shared<ListProvider>(
+        std::vector<std::string>{CppAnswer(Honest()), CppAnswer(Honest() + "\n")});
+    // The second generation call comes after the analysis call is stored: die there.
+    generation->before_answer = [](std::size_t index) {
+      if (index == 1) ::kill(::getpid(), SIGKILL);
+    };
+    auto analysis = std::make_shared<ListProvider>(std::vector<std::string>{kAdvice}, "analyst");
+    SynthesisSetup setup = harness.Setup(generation);
+    setup.analysis_provider = analysis;
+    setup.options.iterations = 2;
+    (void)Synthesizer(std::move(setup)).Run();
+    _exit(0);  // not reached
+  }
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 77)
+    GTEST_SKIP() << "cpu/cpp is not usable here";
+  ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << "status " << wstatus;
+
+  Harness harness(dir.path(), /*time=*/true);
+  {
+    auto evaluations = harness.store().ListEvaluations("run-1");
+    ASSERT_TRUE(evaluations);
+    ASSERT_EQ(evaluations->size(), 1u);
+    const Verdict stored = Verdict::FromJson((*evaluations)[0].verdict_json);
+    ASSERT_TRUE(stored.timing) << "the first candidate was not timed: " << stored.timing_error;
+  }
+  auto generation =
+      std::make_shared<ListProvider>(std::vector<std::string>{CppAnswer(Honest() + "\n")});
+  auto analysis = std::make_shared<ListProvider>(std::vector<std::string>{}, "analyst");
+  SynthesisSetup setup = harness.Setup(generation);
+  setup.analysis_provider = analysis;
+  setup.options.iterations = 2;
+  auto result = Synthesizer(std::move(setup)).Run();
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(analysis->calls(), 0);  // answered from the store: the same prompt as before
+  EXPECT_EQ(generation->calls(), 1);
+  auto calls = harness.store().ListLlmCalls("run-1");
+  ASSERT_TRUE(calls);
+  EXPECT_EQ(calls->size(), 3u);
+  ASSERT_TRUE(result->best);
+  EXPECT_TRUE(result->best->correct());
+  EXPECT_TRUE(result->best->verdict.timing);
 }
 
 }  // namespace

@@ -109,6 +109,12 @@ struct Verdict {
 
   std::string ToJson() const;  // one JSON object, documented in docs/verdict.md
   std::string ToText() const;  // a few readable lines for the terminal
+  // A stored verdict read back (the inverse of ToJson for what the synthesis loop, its prompts
+  // and the summaries read: status, message, diagnostics, task, target, candidate, precision,
+  // seconds, degenerate flags, every timing and baseline with its error, the speedups, the
+  // speed-of-light fraction and the review hold). Trials, work, floor, steps, isolation and
+  // environment stay in the JSON. An unreadable document gives an infra_error verdict that says so.
+  static Verdict FromJson(const std::string& text);
 };
 
 // The selection rule of the synthesis loop: true when `challenger` should replace `incumbent` as

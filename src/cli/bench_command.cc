@@ -72,60 +72,49 @@ struct BenchArgs {
 };
 
 nlohmann::json ToJson(const BenchArgs& a) {
-  return {{"config_version", kConfigVersion},
-          {"kind", "bench"},
-          {"suite", a.suite},
-          {"target", a.target},
-          {"model", a.model},
-          {"analysis_model", a.analysis_model},
-          {"iterations", a.iterations},
-          {"samples", a.samples},
-          {"jobs", a.jobs},
-          {"devices", a.devices},
-          {"executor", a.executor},
-          {"replay", a.replay},
-          {"record", a.record},
-          {"max_tokens", a.max_tokens},
-          {"max_cost", a.max_cost},
-          {"max_time_s", a.max_time_s},
-          {"models", a.models},
-          {"partition", a.partition},
-          {"gpus_per_task", a.gpus_per_task},
-          {"cpus_per_task", a.cpus_per_task},
-          {"max_resubmits", a.max_resubmits},
-          {"time_limit", a.time_limit},
-          {"sbatch_args", a.sbatch_args},
-          {"poll_ms", a.poll_ms},
-          {"time", a.time},
-          {"replay_match", a.replay_match},
-          {"record_note", a.record_note},
-          {"inbox_wait", a.inbox_wait}};
+  nlohmann::json j{{"config_version", kConfigVersion},
+                   {"kind", "bench"},
+                   {"suite", a.suite},
+                   {"target", a.target},
+                   {"iterations", a.iterations},
+                   {"samples", a.samples},
+                   {"jobs", a.jobs},
+                   {"devices", a.devices},
+                   {"executor", a.executor},
+                   {"max_tokens", a.max_tokens},
+                   {"max_cost", a.max_cost},
+                   {"max_time_s", a.max_time_s},
+                   {"partition", a.partition},
+                   {"gpus_per_task", a.gpus_per_task},
+                   {"cpus_per_task", a.cpus_per_task},
+                   {"max_resubmits", a.max_resubmits},
+                   {"time_limit", a.time_limit},
+                   {"sbatch_args", a.sbatch_args},
+                   {"poll_ms", a.poll_ms},
+                   {"time", a.time}};
+  WriteModelSource(j, a);
+  return j;
 }
 
 Result<BenchArgs> ParseBenchArgs(const std::string& text, const std::string& where) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object() || j.value("config_version", 0) != kConfigVersion ||
       j.value("kind", "") != "bench") {
-    return ParseError(fmt::format("{}: not a `kforge bench` configuration of version {}", where,
-                                  kConfigVersion));
+    return ParseError(
+        fmt::format("{}: not a `kforge bench` configuration of version {}", where, kConfigVersion));
   }
   try {
     BenchArgs a;
     a.suite = j.at("suite").get<std::string>();
     a.target = j.at("target").get<std::string>();
-    a.model = j.at("model").get<std::string>();
-    a.analysis_model = j.value("analysis_model", "");
     a.iterations = j.value("iterations", 3);
     a.samples = j.value("samples", 1);
     a.jobs = j.value("jobs", 0);
     a.devices = j.value("devices", 0);
     a.executor = j.value("executor", "local");
-    a.replay = j.value("replay", "");
-    a.record = j.value("record", "");
     a.max_tokens = j.value("max_tokens", std::int64_t{0});
     a.max_cost = j.value("max_cost", 0.0);
     a.max_time_s = j.value("max_time_s", 0);
-    a.models = j.value("models", std::vector<std::string>{});
     a.partition = j.value("partition", "");
     a.gpus_per_task = j.value("gpus_per_task", -1);
     a.cpus_per_task = j.value("cpus_per_task", 2);
@@ -134,9 +123,7 @@ Result<BenchArgs> ParseBenchArgs(const std::string& text, const std::string& whe
     a.sbatch_args = j.value("sbatch_args", std::vector<std::string>{});
     a.poll_ms = j.value("poll_ms", 2000);
     a.time = j.value("time", true);
-    a.replay_match = j.value("replay_match", "exact");
-    a.record_note = j.value("record_note", "");
-    a.inbox_wait = j.value("inbox_wait", false);
+    ReadModelSource(j, a);
     return a;
   } catch (const nlohmann::json::exception& e) {
     return ParseError(fmt::format("{}: {}", where, e.what()));
@@ -144,8 +131,9 @@ Result<BenchArgs> ParseBenchArgs(const std::string& text, const std::string& whe
 }
 
 std::string CommandLine(const BenchArgs& a) {
-  std::string line = fmt::format("kforge bench {} --target {} --model {} --iterations {} --samples {}",
-                                 a.suite, a.target, a.model, a.iterations, a.samples);
+  std::string line =
+      fmt::format("kforge bench {} --target {} --model {} --iterations {} --samples {}", a.suite,
+                  a.target, a.model, a.iterations, a.samples);
   if (a.executor != "local") line += " --executor " + a.executor;
   if (!a.replay.empty()) line += " --replay " + a.replay;
   if (!a.record.empty()) line += " --record " + a.record;
@@ -213,8 +201,8 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
   auto providers = MakeProviders(ProviderArgsOf(args), resuming, budget);
   if (!providers) return std::unexpected(providers.error());
 
-  exec::DeviceSlots slots(exec::DiscoverDevices(prepared.target, prepared.backend->RunnerDevice(),
-                                                args.devices));
+  exec::DeviceSlots slots(
+      exec::DiscoverDevices(prepared.target, prepared.backend->RunnerDevice(), args.devices));
   std::vector<std::string> names;
   for (const auto& d : slots.devices()) names.push_back(d.name);
   fmt::print("devices: {} (one timing slot each)\n", fmt::join(names, ", "));
@@ -257,7 +245,7 @@ struct TaskSummary {
 };
 
 Result<std::map<std::string, TaskSummary>> Summarize(store::RunStore& store,
-                                                      const std::string& run_id) {
+                                                     const std::string& run_id) {
   auto rows = store.ListEvaluationRows(run_id);
   if (!rows) return std::unexpected(rows.error());
   std::map<std::string, TaskSummary> out;
@@ -346,8 +334,7 @@ int RunSlurm(const BenchArgs& args, Prepared& prepared, store::RunStore& store,
   options.job_name = "kforge-" + run_id;
   options.partition = args.partition;
   options.gpus_per_element =
-      args.gpus_per_task >= 0 ? args.gpus_per_task
-                              : (prepared.backend->UsesAccelerator() ? 1 : 0);
+      args.gpus_per_task >= 0 ? args.gpus_per_task : (prepared.backend->UsesAccelerator() ? 1 : 0);
   options.cpus_per_element = args.cpus_per_task;
   options.time_limit = args.time_limit;
   options.extra_sbatch_args = args.sbatch_args;
@@ -436,16 +423,18 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
     run.kind = store::RunKind::kBench;
     run.command_line = command_line;
     run.config_json = ToJson(args).dump();
-    if (auto added = (*store)->AddRun(run); !added) return Fail(who, added.error().message, kExitInfra);
+    if (auto added = (*store)->AddRun(run); !added)
+      return Fail(who, added.error().message, kExitInfra);
   }
   fmt::print("{} bench of {} task(s) from {} on {} with {} ({} executor) — run {}\n",
              resuming ? "resuming" : "starting", prepared->suite.tasks.size(), args.suite,
              args.target, args.model, args.executor, run_dir.string());
   exec::StopSignals signals([](int count) {
-    std::fputs(count == 1 ? "\nstopping: no new step starts; evaluations running on a device and "
-                            "LLM calls in flight finish, evaluations still waiting for a device are "
-                            "left for `kforge resume` (Ctrl-C again to abandon everything)\n"
-                          : "\nabandoning the steps in flight\n",
+    std::fputs(count == 1
+                   ? "\nstopping: no new step starts; evaluations running on a device and "
+                     "LLM calls in flight finish, evaluations still waiting for a device are "
+                     "left for `kforge resume` (Ctrl-C again to abandon everything)\n"
+                   : "\nabandoning the steps in flight\n",
                stderr);
   });
   if (args.executor == "slurm") {
@@ -459,8 +448,8 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
     return Fail(who, result.error().message, kExitUsage);
   }
   const bool interrupted = result->interrupted || signals.stop().stop_requested();
-  (void)(*store)->FinishRun(run_id, interrupted ? store::RunStatus::kInterrupted
-                                                : store::RunStatus::kFinished);
+  (void)(*store)->FinishRun(
+      run_id, interrupted ? store::RunStatus::kInterrupted : store::RunStatus::kFinished);
   return PrintSummary(**store, run_id, prepared->suite.tasks.size(), interrupted, run_dir, who);
 }
 
@@ -489,7 +478,8 @@ int RunBenchTask(const std::string& run_dir_arg, int index) {
     run.kind = store::RunKind::kBench;
     run.command_line = fmt::format("kforge bench-task {} {}", run_dir.string(), index);
     run.config_json = ToJson(*args).dump();
-    if (auto added = (*store)->AddRun(run); !added) return Fail(who, added.error().message, kExitInfra);
+    if (auto added = (*store)->AddRun(run); !added)
+      return Fail(who, added.error().message, kExitInfra);
   }
   exec::StopSignals signals;
   std::vector<Task> tasks = {prepared->suite.tasks[static_cast<std::size_t>(index)]};
@@ -499,9 +489,10 @@ int RunBenchTask(const std::string& run_dir_arg, int index) {
   const bool done = !result->interrupted && !signals.stop().stop_requested();
   (void)(*store)->FinishRun(run_id,
                             done ? store::RunStatus::kFinished : store::RunStatus::kInterrupted);
-  const nlohmann::json marker = {{"status", done ? "done" : "interrupted"},
-                                 {"task", prepared->suite.tasks[static_cast<std::size_t>(index)].name},
-                                 {"correct", result->correct}};
+  const nlohmann::json marker = {
+      {"status", done ? "done" : "interrupted"},
+      {"task", prepared->suite.tasks[static_cast<std::size_t>(index)].name},
+      {"correct", result->correct}};
   if (auto w = WriteFile(dir / "exit.json", marker.dump()); !w) {
     return Fail(who, w.error().message, kExitInfra);
   }
@@ -517,8 +508,7 @@ int ResumeBench(const fs::path& run_dir, const store::RunRecord& run,
   if (overrides.max_tokens) args->max_tokens = *overrides.max_tokens;
   if (overrides.max_cost) args->max_cost = *overrides.max_cost;
   if (overrides.max_time_s) args->max_time_s = *overrides.max_time_s;
-  return RunBenchRun(*args, run_dir, run.id, /*resuming=*/true, run.command_line,
-                     "kforge resume");
+  return RunBenchRun(*args, run_dir, run.id, /*resuming=*/true, run.command_line, "kforge resume");
 }
 
 void AddBenchCommand(CLI::App& app) {
@@ -549,13 +539,14 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--jobs", args->jobs,
                   "Tasks in flight at once (local executor); default min(tasks, 16). LLM calls "
                   "are further bounded by the model's rate and concurrency limits");
-  cmd->add_option("--devices", args->devices,
-                  "Use at most this many devices of the target (one timing slot each); default all");
-  cmd->add_option("--executor", args->executor, "local, or slurm (a job array, one task per element)")
+  cmd->add_option(
+      "--devices", args->devices,
+      "Use at most this many devices of the target (one timing slot each); default all");
+  cmd->add_option("--executor", args->executor,
+                  "local, or slurm (a job array, one task per element)")
       ->default_val("local")
       ->check(CLI::IsMember({"local", "slurm"}));
-  cmd->add_option("--out", args->out,
-                  "The run directory; default kforge-runs/<run-id>");
+  cmd->add_option("--out", args->out, "The run directory; default kforge-runs/<run-id>");
   cmd->add_option("--max-tokens", args->max_tokens,
                   "Token budget of the bench (Slurm: split evenly over the tasks)");
   cmd->add_option("--max-cost", args->max_cost, "Money budget of the bench, US dollars");
@@ -577,7 +568,7 @@ void AddBenchCommand(CLI::App& app) {
                 "prompts of an inbox model and record its answers for a replay elsewhere (every "
                 "evaluation here then fails)");
   cmd->add_flag("!--no-time", args->time,
-               "Correctness only: do not time correct candidates (no speedups; CI)");
+                "Correctness only: do not time correct candidates (no speedups; CI)");
   AddModelSourceOptions(cmd, args.get());
   cmd->callback([args] {
     BenchArgs a = *args;

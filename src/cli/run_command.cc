@@ -1,8 +1,5 @@
 #include "run_command.h"
 
-#include "bench_command.h"
-#include "run_support.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,19 +13,21 @@
 #include <string>
 #include <vector>
 
+#include "bench_command.h"
 #include "kforge/core/files.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/evaluator.h"
-#include "kforge/profile/profiler.h"
 #include "kforge/llm/budget.h"
 #include "kforge/llm/cassette.h"
 #include "kforge/llm/provider_factory.h"
 #include "kforge/llm/registry.h"
+#include "kforge/profile/profiler.h"
 #include "kforge/prompt/candidate_format.h"
 #include "kforge/store/run_store.h"
 #include "kforge/synth/synthesizer.h"
 #include "kforge/target/backend.h"
 #include "kforge/task/task.h"
+#include "run_support.h"
 
 namespace kforge {
 namespace {
@@ -68,27 +67,20 @@ struct RunArgs {
 };
 
 std::string ToJson(const RunArgs& a) {
-  return nlohmann::json{{"config_version", kConfigVersion},
-                        {"task", a.task},
-                        {"target", a.target},
-                        {"model", a.model},
-                        {"analysis_model", a.analysis_model},
-                        {"iterations", a.iterations},
-                        {"no_profile", a.no_profile},
-                        {"samples", a.samples},
-                        {"reference_impl", a.reference_impl},
-                        {"reference_target", a.reference_target},
-                        {"max_tokens", a.max_tokens},
-                        {"max_cost", a.max_cost},
-                        {"max_time_s", a.max_time_s},
-                        {"models", a.models},
-                        {"runs_dir", a.runs_dir},
-                        {"record", a.record},
-                        {"record_note", a.record_note},
-                        {"replay", a.replay},
-                        {"replay_match", a.replay_match},
-                        {"inbox_wait", a.inbox_wait}}
-      .dump();
+  nlohmann::json j{{"config_version", kConfigVersion},
+                   {"task", a.task},
+                   {"target", a.target},
+                   {"iterations", a.iterations},
+                   {"no_profile", a.no_profile},
+                   {"samples", a.samples},
+                   {"reference_impl", a.reference_impl},
+                   {"reference_target", a.reference_target},
+                   {"max_tokens", a.max_tokens},
+                   {"max_cost", a.max_cost},
+                   {"max_time_s", a.max_time_s},
+                   {"runs_dir", a.runs_dir}};
+  WriteModelSource(j, a);
+  return j.dump();
 }
 
 Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& where) {
@@ -102,8 +94,6 @@ Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& wh
     RunArgs a;
     a.task = j.at("task").get<std::string>();
     a.target = j.at("target").get<std::string>();
-    a.model = j.at("model").get<std::string>();
-    a.analysis_model = j.value("analysis_model", "");
     a.iterations = j.value("iterations", 5);
     a.no_profile = j.value("no_profile", false);
     a.samples = j.value("samples", 1);
@@ -112,13 +102,8 @@ Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& wh
     a.max_tokens = j.value("max_tokens", std::int64_t{0});
     a.max_cost = j.value("max_cost", 0.0);
     a.max_time_s = j.value("max_time_s", 0);
-    a.models = j.value("models", std::vector<std::string>{});
     a.runs_dir = j.value("runs_dir", "kforge-runs");
-    a.record = j.value("record", "");
-    a.record_note = j.value("record_note", "");
-    a.replay = j.value("replay", "");
-    a.replay_match = j.value("replay_match", "exact");
-    a.inbox_wait = j.value("inbox_wait", false);
+    ReadModelSource(j, a);
     return a;
   } catch (const nlohmann::json::exception& e) {
     return ParseError(fmt::format("{}: stored configuration: {}", where, e.what()));
@@ -374,9 +359,9 @@ int Resume(const std::string& run_dir_arg, const ResumeOverrides& overrides) {
       }
       if (r.kind == store::RunKind::kBench) {
         store->reset();
-        return ResumeBench(run_dir, r, BenchResumeOverrides{overrides.max_tokens,
-                                                            overrides.max_cost,
-                                                            overrides.max_time_s});
+        return ResumeBench(
+            run_dir, r,
+            BenchResumeOverrides{overrides.max_tokens, overrides.max_cost, overrides.max_time_s});
       }
     }
   }
@@ -462,7 +447,8 @@ void AddResumeCommand(CLI::App& app) {
   auto overrides = std::make_shared<ResumeOverrides>();
   auto* cmd = app.add_subcommand(
       "resume",
-      "Continue a `kforge run` or `kforge bench` that was stopped (killed, interrupted, out of budget) with its "
+      "Continue a `kforge run` or `kforge bench` that was stopped (killed, interrupted, out of "
+      "budget) with its "
       "stored configuration: finished LLM calls are answered from the run's store and finished "
       "evaluations are reused, so nothing is paid for or run twice.");
   cmd->add_option("run_dir", *run_dir, "The run directory, e.g. kforge-runs/run-20250101-...")

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,11 @@ std::string Absolute(const std::string& path);
 
 struct ProviderArgs {
   std::string model;
-  std::string analysis_model;  // empty: the generation model
-  std::vector<std::string> models;  // extra registry files
-  std::string record;               // cassette to record into; empty: none
-  std::string record_note;          // who answered the recorded calls (the cassette's header)
-  std::string replay;               // cassette to replay; empty: the registry's models
+  std::string analysis_model;          // empty: the generation model
+  std::vector<std::string> models;     // extra registry files
+  std::string record;                  // cassette to record into; empty: none
+  std::string record_note;             // who answered the recorded calls (the cassette's header)
+  std::string replay;                  // cassette to replay; empty: the registry's models
   std::string replay_match = "exact";  // exact | numbers (llm::ReplayMatch)
   bool inbox_wait = false;             // inbox models wait for each answer file
 };
@@ -64,6 +65,34 @@ void AddModelSourceOptions(CLI::App* cmd, CommandArgs* args) {
       ->check(CLI::IsMember({"exact", "numbers"}));
   cmd->add_flag("--inbox-wait", args->inbox_wait,
                 "With an inbox model: wait for each answer file instead of stopping");
+}
+
+// The model-source fields of a command's stored configuration (flat keys of its JSON, read back
+// by `kforge resume`): model, analysis_model, models, record, record_note, replay, replay_match,
+// inbox_wait. `model` is required when reading; the others default as on the command line.
+template <typename CommandArgs>
+void WriteModelSource(nlohmann::json& j, const CommandArgs& a) {
+  j["model"] = a.model;
+  j["analysis_model"] = a.analysis_model;
+  j["models"] = a.models;
+  j["record"] = a.record;
+  j["record_note"] = a.record_note;
+  j["replay"] = a.replay;
+  j["replay_match"] = a.replay_match;
+  j["inbox_wait"] = a.inbox_wait;
+}
+
+// Throws nlohmann::json::exception when `model` is missing or a field has the wrong type.
+template <typename CommandArgs>
+void ReadModelSource(const nlohmann::json& j, CommandArgs& a) {
+  a.model = j.at("model").get<std::string>();
+  a.analysis_model = j.value("analysis_model", "");
+  a.models = j.value("models", std::vector<std::string>{});
+  a.record = j.value("record", "");
+  a.record_note = j.value("record_note", "");
+  a.replay = j.value("replay", "");
+  a.replay_match = j.value("replay_match", "exact");
+  a.inbox_wait = j.value("inbox_wait", false);
 }
 
 struct Providers {

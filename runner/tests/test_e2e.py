@@ -10,8 +10,11 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kforge_runner import source_loader
-from kforge_runner.e2e import task_writer, torch_op
+from conftest import RUNNER_ROOT
+
+sys.path.insert(0, RUNNER_ROOT)
+from kforge_runner import source_loader  # noqa: E402
+from kforge_runner.e2e import task_writer, torch_op  # noqa: E402
 
 ABI_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "kforge_runner", "abi")

@@ -118,21 +118,28 @@ class NativeCandidate:
         originals = [self._to_abi(v) for v in inputs] + self._state
         # Inputs and outputs at addresses no earlier trial used (input_guard.at_new_address).
         handed = input_guard.clones(originals, self._used_addresses)
-        outputs = [input_guard.at_new_address(
-                       lambda spec=spec: poison.filled_tensor(
-                           spec.shape, tensor_files.torch_dtype(spec.dtype), self._device),
-                       self._used_addresses)
-                   for spec in expected]
+        outputs = self._poisoned_outputs(expected)
         in_array, out_array = _descriptor_array(handed), _descriptor_array(outputs)
-        stream = None
-        if self._device.type == "cuda":
-            stream = torch.cuda.current_stream(self._device).cuda_stream
-        status = self._forward(in_array, len(handed), out_array, len(outputs), stream)
+        self._call_and_wait(in_array, len(handed), out_array, len(outputs))
+        return outputs, input_guard.unchanged(originals, handed), []
+
+    def _poisoned_outputs(self, expected: List[OutputSpec]) -> List[torch.Tensor]:
+        """Output buffers of the expected shapes and dtypes, filled with NaN (poison), each at an
+        address no earlier trial used."""
+        return [input_guard.at_new_address(
+                    lambda spec=spec: poison.filled_tensor(
+                        spec.shape, tensor_files.torch_dtype(spec.dtype), self._device),
+                    self._used_addresses)
+                for spec in expected]
+
+    def _call_and_wait(self, in_array, num_inputs: int, out_array, num_outputs: int) -> None:
+        """One kforge_forward on the current stream, then waits for the device; a non-zero return
+        code raises NativeCallError."""
+        status = self._forward(in_array, num_inputs, out_array, num_outputs, self._current_stream())
         if self._device.type == "cuda":
             torch.cuda.synchronize(self._device)
         if status != 0:
             raise NativeCallError(f"kforge_forward returned {status}")
-        return outputs, input_guard.unchanged(originals, handed), []
 
     def run_same_buffers(self, first: List[Any], second: List[Any], first_expected: List[OutputSpec],
                          expected: List[OutputSpec]):
@@ -146,11 +153,7 @@ class NativeCandidate:
             return None, True, []
         # At addresses no trial used, so no earlier trial's cached result can answer either call.
         handed = input_guard.clones(a, self._used_addresses)
-        outputs = [input_guard.at_new_address(
-                       lambda spec=spec: poison.filled_tensor(
-                           spec.shape, tensor_files.torch_dtype(spec.dtype), self._device),
-                       self._used_addresses)
-                   for spec in expected]
+        outputs = self._poisoned_outputs(expected)
         in_array, out_array = _descriptor_array(handed), _descriptor_array(outputs)
         for attempt, values in enumerate((a, b)):
             if attempt == 1:
@@ -158,14 +161,7 @@ class NativeCandidate:
                     h.copy_(v)
                 for o in outputs:
                     poison.refill(o)
-            stream = None
-            if self._device.type == "cuda":
-                stream = torch.cuda.current_stream(self._device).cuda_stream
-            status = self._forward(in_array, len(handed), out_array, len(outputs), stream)
-            if self._device.type == "cuda":
-                torch.cuda.synchronize(self._device)
-            if status != 0:
-                raise NativeCallError(f"kforge_forward returned {status}")
+            self._call_and_wait(in_array, len(handed), out_array, len(outputs))
         return outputs, input_guard.unchanged(b, handed), []
 
 

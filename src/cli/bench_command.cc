@@ -253,23 +253,10 @@ Result<std::map<std::string, TaskSummary>> Summarize(store::RunStore& store,
     TaskSummary& s = out[row.task_name];
     if (row.evaluation.status != store::EvaluationStatus::kCorrect) continue;
     s.correct = true;
-    auto j = nlohmann::json::parse(row.evaluation.verdict_json, nullptr, false);
-    if (!j.is_object()) continue;
-    auto timing = j.find("timing");
-    if (timing == j.end() || !timing->is_object()) continue;
-    auto sp = timing->find("speedup_vs_eager");
-    if (sp != timing->end() && sp->is_number()) {
-      const double v = sp->get<double>();
-      if (!s.speedup || v > *s.speedup) {
-        s.speedup = v;
-        s.apart.clear();
-        const auto& degenerate = j.value("degenerate", nlohmann::json::object());
-        if (degenerate.is_object() && degenerate.value("flagged", false)) {
-          s.apart = "degenerate task";
-        } else if (timing->value("held_for_review", false)) {
-          s.apart = "held for review";
-        }
-      }
+    const Verdict v = Verdict::FromJson(row.evaluation.verdict_json);
+    if (v.speedup_vs_eager && (!s.speedup || *v.speedup_vs_eager > *s.speedup)) {
+      s.speedup = v.speedup_vs_eager;
+      s.apart = exec::ReportedApart(v);
     }
   }
   return out;

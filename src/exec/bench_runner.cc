@@ -31,12 +31,15 @@ std::optional<double> TaskOutcome::speedup() const {
   return best->verdict.speedup_vs_eager;
 }
 
-std::string TaskOutcome::reported_apart() const {
-  if (!correct()) return "";
-  const Verdict& v = best->verdict;
+std::string ReportedApart(const Verdict& v) {
+  if (v.status != EvalStatus::kCorrect) return "";
   if (v.degenerate.any()) return "degenerate task: " + v.degenerate.Describe();
   if (v.held_for_review) return "held for review: " + v.review_reason;
   return "";
+}
+
+std::string TaskOutcome::reported_apart() const {
+  return best ? ReportedApart(best->verdict) : "";
 }
 
 Result<BenchResult> RunBench(BenchSetup setup) {

@@ -36,6 +36,10 @@ enum class TaskState { kQueued, kRunning, kDone, kInterrupted, kFailed };
 std::string_view TaskStateName(TaskState state);
 
 // One task's end.
+// Why a task whose best candidate has verdict `v` is reported apart from the others — a degenerate
+// task, or a timing held for a person's review — or "" when it is not (or `v` is not correct).
+std::string ReportedApart(const Verdict& v);
+
 struct TaskOutcome {
   std::string task_name;
   TaskState state = TaskState::kQueued;

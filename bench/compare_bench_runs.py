@@ -3,7 +3,7 @@
 
     compare_bench_runs.py RUN_A RUN_B
 
-For every task: the verdict of its final candidate in each run (they must be the same), and for
+For every candidate (task, sample, iteration): its verdict in each run (they must be the same), and for
 tasks correct in both, the candidate's and the eager baseline's cold medians with their noise
 (rel. std). A difference counts as "within noise" when it is at most 3x the larger rel. std,
 floored at 1 % (medians of the same kernel move by about that much between processes).
@@ -14,7 +14,8 @@ import sqlite3
 import sys
 
 
-def final_verdicts(run_dir):
+def verdicts_by_candidate(run_dir):
+    """(task, sample, iteration) -> (status, verdict JSON, device) of every evaluation."""
     db = sqlite3.connect(f"{run_dir}/run.sqlite")
     rows = db.execute(
         """SELECT t.name, c.sample, c.iteration, e.status, e.verdict_json, e.device
@@ -32,7 +33,7 @@ def stats(verdict, which):
 
 
 def main():
-    a, b = final_verdicts(sys.argv[1]), final_verdicts(sys.argv[2])
+    a, b = verdicts_by_candidate(sys.argv[1]), verdicts_by_candidate(sys.argv[2])
     keys = sorted(set(a) | set(b))
     same = differ = within = outside = 0
     print(f"{'task':58} {'A':16} {'B':16} {'cand A us':>10} {'cand B us':>10} {'diff':>7} {'noise':>6} {'eager diff':>10} devA devB")

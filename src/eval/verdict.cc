@@ -80,6 +80,12 @@ std::string DegenerateFlags::Describe() const {
 
 namespace {
 
+std::optional<double> NumberOrNull(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>())
+                                          : std::nullopt;
+}
+
 std::optional<TimingStats> TimingFromJson(const nlohmann::json& j) {
   if (!j.is_object()) return std::nullopt;
   TimingStats t;
@@ -93,26 +99,16 @@ std::optional<TimingStats> TimingFromJson(const nlohmann::json& j) {
   t.samples = j.value("samples", 0);
   t.stopped_by = j.value("stopped_by", "");
   t.discarded = j.value("discarded", 0);
-  auto number = [&j](const char* key) -> std::optional<double> {
-    auto it = j.find(key);
-    return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>())
-                                            : std::nullopt;
-  };
-  if (auto mhz = number("sm_clock_mhz")) t.sm_clock_mhz = static_cast<int>(*mhz);
-  t.warm_median_s = number("warm_median_s");
-  t.graph_replay_median_s = number("graph_replay_median_s");
+  if (auto mhz = NumberOrNull(j, "sm_clock_mhz")) t.sm_clock_mhz = static_cast<int>(*mhz);
+  t.warm_median_s = NumberOrNull(j, "warm_median_s");
+  t.graph_replay_median_s = NumberOrNull(j, "graph_replay_median_s");
   t.graph_replay_error = j.value("graph_replay_error", "");
-  t.host_sync_median_s = number("host_sync_median_s");
+  t.host_sync_median_s = NumberOrNull(j, "host_sync_median_s");
   t.side_stream_suspect = j.value("side_stream_suspect", false);
   if (auto cold = j.find("cold"); cold != j.end() && !cold->is_null()) t.cold_json = cold->dump();
   return t;
 }
 
-std::optional<double> NumberOrNull(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>())
-                                          : std::nullopt;
-}
 
 }  // namespace
 

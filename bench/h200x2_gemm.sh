@@ -1,54 +1,88 @@
 #!/usr/bin/env bash
-# Issues 7 and 8 on a host with 2 H200s (RUNS=one-gpu: issue 7's part on a one-GPU host): `kforge bench` over the 37 level-2 GEMM tasks
-# (examples/suites/level2-gemm.toml) replaying the recorded conversation, on both GPUs and on one
-# (--devices 1), then a serial loop of the same evaluations (one `kforge eval` per task, one after
-# another, GPU 0). Each of the three uses its own empty cache directory, so none profits from
-# another's compiles. Then: same verdicts? timings of the 2-GPU run (other GPU busy) against the
-# 1-GPU run (bench/compare_bench_runs.py); the report of the 2-GPU run.
-#   bench/h200x2_gemm.sh [CASSETTE]     (default .carry/conv/gemm.jsonl)
-# Expects bench/h200_env.sh. Writes $OUT/gemm-x2.tgz (logs, comparison, report, run stores).
+# Issues 7 and 8 on a host with 2 H200s: `kforge bench` over the 37 level-2 GEMM tasks
+# (examples/suites/level2-gemm.toml) replaying the recorded conversation. A device call lasts at
+# most 600 s, so the work is in two parts, each its own call (bench/RESULTS.md):
+#   PART=two-gpus  bench/h200x2_gemm.sh [CASSETTE]
+#       the bench on both GPUs; writes $OUT/gemm-two-gpus.tgz (log, run store, report).
+#   PART=one-gpu   bench/h200x2_gemm.sh [CASSETTE] [TWO_GPU_RUN]
+#       at the same time, each on its own GPU: the bench restricted to GPU 0 (--devices 1), and a
+#       serial loop of the same evaluations on GPU 1 (one cold `kforge eval` per task, one after
+#       another, the candidates of TWO_GPU_RUN: the same answers from the same cassette); then
+#       bench/compare_bench_runs.py between the two bench runs when TWO_GPU_RUN is given.
+#       Writes $OUT/gemm-one-gpu.tgz.
+# Every run has its own empty cache directory, so none profits from another's compiles.
+# Default CASSETTE: .carry/conv/gemm.jsonl. Expects bench/h200_env.sh.
 set -uo pipefail
 source bench/h200_env.sh
 CASSETTE=$(realpath "${1:-.carry/conv/gemm.jsonl}")
+TWO_GPU_RUN=${2:-}
 SUITE=$ROOT/examples/suites/level2-gemm.toml
-W=/tmp/gemm-x2; rm -rf $W; mkdir -p $W
+PART=${PART:?PART=two-gpus or PART=one-gpu}
+W=/tmp/gemm-$PART; rm -rf $W; mkdir -p $W
 nvidia-smi -L | tee $W/gpus.txt
-bench() {  # bench NAME EXTRA-ARGS...
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> $W/gpus.txt
+
+now() { date +%s.%N; }
+since() { python3 -c "print(f'{$(now) - $1:.1f}')"; }
+
+bench() {  # bench NAME EXTRA-ARGS...   (timeout BENCH_TIMEOUT, default 500 s)
   local name=$1; shift
-  local t0=$(date +%s.%N)
-  KFORGE_CACHE_DIR=$W/cache-$name timeout ${BENCH_TIMEOUT:-240} kforge bench "$SUITE" --target nvidia/cuda \
-    --model inbox --iterations 1 --replay "$CASSETTE" --replay-match numbers --out $W/$name "$@" \
-    > $W/$name.log 2>&1
-  local rc=$? t1=$(date +%s.%N)
-  echo "$name: exit $rc, $(python3 -c "print(f'{$t1 - $t0:.1f}')") s wall" | tee -a $W/walls.txt
-  tail -3 $W/$name.log
+  local t0=$(now)
+  KFORGE_CACHE_DIR=$W/cache-$name timeout ${BENCH_TIMEOUT:-500} kforge bench "$SUITE" \
+    --target nvidia/cuda --model inbox --iterations 1 --replay "$CASSETTE" --replay-match numbers \
+    --out $W/$name "$@" > $W/$name.log 2>&1
+  echo "bench $name: exit $?, $(since $t0) s wall" | tee -a $W/walls.txt
 }
-RUNS=${RUNS:-two-gpus one-gpu}   # RUNS=one-gpu on a one-GPU host (issue 7 only)
-for r in $RUNS; do
-  if [ $r = two-gpus ]; then bench two-gpus; else bench one-gpu --devices 1; fi
-done
-echo "== devices used"; for r in $RUNS; do
-  echo "$r: $(sqlite3 $W/$r/run.sqlite 'SELECT device, count(*) FROM evaluations GROUP BY device' | tr '\n' ' ')"
-done | tee -a $W/walls.txt
-echo "== serial loop (GPU 0, one kforge eval per task, the one-GPU run's candidates)"
-sqlite3 -separator ' ' $W/one-gpu/run.sqlite "
-  SELECT t.name, json_extract(t.metadata_json, '$.origin'), c.id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-  JOIN tasks t ON t.id = c.task_id ORDER BY t.name" > $W/serial-candidates.txt
-t0=$(date +%s.%N); n=0
-while read -r name origin cand; do
-  source="kernelbench:${origin%%.jsonl#*}#${origin##*#}"   # level2.jsonl#76 -> kernelbench:level2#76
-  file=$(ls $W/one-gpu/candidates/$cand/* | head -1)
-  CUDA_VISIBLE_DEVICES=0 KFORGE_CACHE_DIR=$W/cache-serial timeout 120 kforge eval "$source" "$file" \
-    --target nvidia/cuda --time --no-store > $W/serial-$n.txt 2>&1
-  n=$((n + 1))
-  (( $(date +%s) - ${t0%.*} > ${SERIAL_BUDGET_S:-300} )) && { echo "serial loop cut after $n evaluations"; break; }
-done < $W/serial-candidates.txt
-t1=$(date +%s.%N)
-echo "serial: $n evaluations, $(python3 -c "print(f'{$t1 - $t0:.1f}')") s wall" | tee -a $W/walls.txt
-if [ -d $W/two-gpus ]; then
-  python3 bench/compare_bench_runs.py $W/one-gpu $W/two-gpus > $W/compare.txt 2>&1; tail -2 $W/compare.txt
+
+devices_used() {  # devices_used RUN_DIR: "device: evaluations" of a run store
+  python3 - "$1/run.sqlite" <<'PY'
+import sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT device, count(*) FROM evaluations GROUP BY device ORDER BY device").fetchall()
+print(", ".join(f"{d}: {n}" for d, n in rows))
+PY
+}
+
+serial_loop() {  # serial_loop RUN_DIR: one cold `kforge eval` per evaluated candidate of RUN_DIR
+  python3 - "$1/run.sqlite" > $W/serial-candidates.txt <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for name, meta, cand in db.execute(
+        """SELECT t.name, t.metadata_json, c.id FROM evaluations e
+           JOIN candidates c ON c.id = e.candidate_id JOIN tasks t ON t.id = c.task_id
+           ORDER BY t.name"""):
+    origin = json.loads(meta or "{}").get("origin", "")   # level2.jsonl#76
+    print(name, "kernelbench:" + origin.replace(".jsonl#", "#"), cand)
+PY
+  local t0=$(now) n=0
+  while read -r name source cand; do
+    local file=$(ls $1/candidates/$cand/* | head -1)
+    local e0=$(now)
+    CUDA_VISIBLE_DEVICES=1 KFORGE_CACHE_DIR=$W/cache-serial timeout 120 kforge eval "$source" \
+      "$file" --target nvidia/cuda --time --no-store > $W/serial-$n.txt 2>&1
+    echo "$name $? $(since $e0)" >> $W/serial-evals.txt
+    n=$((n + 1))
+    if (( $(date +%s) - ${t0%.*} > ${SERIAL_BUDGET_S:-480} )); then
+      echo "serial loop cut after $n evaluations (budget)" | tee -a $W/walls.txt; break
+    fi
+  done < $W/serial-candidates.txt
+  echo "serial loop: $n of $(wc -l < $W/serial-candidates.txt) evaluations, $(since $t0) s wall" \
+    | tee -a $W/walls.txt
+}
+
+if [ "$PART" = two-gpus ]; then
+  bench two-gpus
+  echo "two-gpus devices: $(devices_used $W/two-gpus)" | tee -a $W/walls.txt
+  kforge report $W/two-gpus > $W/report-two-gpus.log 2>&1
+else
+  CUDA_VISIBLE_DEVICES=0 bench one-gpu --devices 1 &
+  serial_loop "${TWO_GPU_RUN:?the two-gpus run directory, for its candidates}" &
+  wait
+  echo "one-gpu devices: $(devices_used $W/one-gpu)" | tee -a $W/walls.txt
+  python3 bench/compare_bench_runs.py "$TWO_GPU_RUN" $W/one-gpu > $W/compare.txt 2>&1
+  tail -3 $W/compare.txt
+  kforge report $W/one-gpu > $W/report-one-gpu.log 2>&1
 fi
-for r in $RUNS; do kforge report $W/$r > $W/report-$r.log 2>&1; done
 rm -rf $W/cache-*
-tar -czf $OUT/gemm-x2.tgz -C /tmp gemm-x2
+tar -czf $OUT/gemm-$PART.tgz -C /tmp gemm-$PART
 cat $W/walls.txt

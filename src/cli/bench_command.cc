@@ -234,6 +234,7 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
   setup.cancel_calls = signals.cancel_calls();
   auto result = exec::RunBench(std::move(setup));
   if (show_progress) progress.Finish();
+  fmt::print("device use: {}\n", exec::DescribeUsage(slots));
   return result;
 }
 

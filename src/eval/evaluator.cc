@@ -227,6 +227,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   v.task_name = task.name;
   v.task_origin = task.origin;
   v.target = backend.target().ToString();
+  v.device = backend.RunnerDevice();
   v.candidate = candidate.string();
   v.policy = options_.policy.value_or(task.policy);
   v.tolerance = ToleranceOf(v.policy);

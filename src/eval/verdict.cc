@@ -125,6 +125,7 @@ Verdict Verdict::FromJson(const std::string& text) {
   v.message = j.value("message", "");
   v.diagnostics = j.value("diagnostics", "");
   v.target = j.value("target", "");
+  v.device = j.value("device", "");
   if (auto task = j.find("task"); task != j.end() && task->is_object()) {
     v.task_name = task->value("name", "");
     v.task_origin = task->value("origin", "");
@@ -184,6 +185,7 @@ std::string Verdict::ToJson() const {
   j["diagnostics"] = diagnostics;
   j["task"] = {{"name", task_name}, {"origin", task_origin}};
   j["target"] = target;
+  j["device"] = device;
   j["candidate"] = {{"path", candidate}, {"kind", candidate_kind}, {"mode", mode}};
   j["precision"] = {
       {"policy", PrecisionPolicyName(policy)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};

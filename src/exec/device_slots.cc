@@ -100,6 +100,15 @@ std::vector<Device> DiscoverDevices(const Target& target, const std::string& run
   return out;
 }
 
+std::string DescribeUsage(const DeviceSlots& slots) {
+  std::string out;
+  for (const DeviceUsage& u : slots.Usage()) {
+    out += fmt::format("{} {} evaluation{}, {:.1f} s busy · ", u.device.name, u.evaluations,
+                       u.evaluations == 1 ? "" : "s", u.busy_seconds);
+  }
+  return out + fmt::format("at most {} busy at once", slots.PeakBusy());
+}
+
 std::vector<Device> SimulatedDevices(int count) {
   std::vector<Device> out;
   for (int i = 0; i < count; ++i) out.push_back(Device{i, fmt::format("sim:{}", i)});

@@ -328,7 +328,9 @@ Result<EvaluatedCandidate> Synthesizer::Impl::StepEvaluate(const store::Candidat
   record.run_id = setup.run_id;
   record.candidate_id = candidate.id;
   record.target = target_string;
-  record.device = setup.backend->RunnerDevice();
+  // The device the evaluation ran on: a bench places it on one of several (exec::PlaceOnDevices).
+  record.device = evaluated.verdict.device.empty() ? setup.backend->RunnerDevice()
+                                                   : evaluated.verdict.device;
   record.status = evaluated.verdict.status;
   record.verdict_json = evaluated.verdict.ToJson();
   record.wall_s = evaluated.verdict.total_seconds;

@@ -98,6 +98,7 @@ TEST_P(FixtureTest, VerdictIsTheExpectedOne) {
     EXPECT_TRUE(second_distribution) << "EVAL-PROTOCOL: one trial uses another distribution";
   }
   EXPECT_FALSE(v.message.empty());
+  EXPECT_EQ(v.device, backend->RunnerDevice()) << "a verdict names the device it ran on";
 }
 
 // KFORGE_FIXTURE_MANIFESTS (comma-separated): which manifests this binary runs (the CPU binaries split them

@@ -191,6 +191,53 @@ TEST(BenchRunner, StopBeforeStartRunsNothingAndIsInterrupted) {
   fs::remove_all(dir);
 }
 
+// The store keeps the device each evaluation ran on (the verdict's, which the evaluator takes
+// from the placed backend), not the target's default device: on a two-GPU host every row said
+// cuda:0 although half the evaluations ran on cuda:1.
+TEST(BenchRunner, EveryEvaluationIsStoredWithTheDeviceItWasPlacedOn) {
+  const fs::path dir = TempDir("kforge-exec-devices");
+  auto store = store::RunStore::Open(dir);
+  ASSERT_TRUE(store);
+  store::RunRecord run;
+  run.id = "run-devices";
+  run.kind = store::RunKind::kBench;
+  ASSERT_TRUE((*store)->AddRun(run));
+  auto backend = NewBackend(*Target::Parse("cpu/cpp"));
+  DeviceSlots slots(SimulatedDevices(2));
+  BenchSetup setup;
+  setup.store = store->get();
+  setup.run_id = run.id;
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = "t" + std::to_string(i);
+    setup.tasks.push_back(Task{.id = name, .name = name, .origin = "", .level = 0,
+                               .problem_id = 0, .source = "", .overrides = {},
+                               .policy = PrecisionPolicy::kStrict});
+  }
+  setup.backend = backend.get();
+  setup.evaluate = PlaceOnDevices(slots, [](const Device& device, const Task& t, const Backend& b,
+                                            const fs::path& c, std::stop_token) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both devices get work
+    Verdict v = testing::CannedVerdict(t, b, c);
+    v.device = device.name;  // as Evaluator does with the placed backend's RunnerDevice()
+    return v;
+  });
+  setup.generation_provider = std::make_shared<testing::InstantProvider>();
+  setup.renderer = PromptRenderer(kSource / "templates");
+  setup.jobs = 6;
+  ASSERT_TRUE(RunBench(std::move(setup)));
+  auto rows = (*store)->ListEvaluationRows(run.id);
+  ASSERT_TRUE(rows);
+  std::map<std::string, int> per_device;
+  for (const auto& row : *rows) ++per_device[row.evaluation.device];
+  EXPECT_EQ(per_device.size(), 2u) << "devices stored: " << per_device.begin()->first;
+  EXPECT_GT(per_device["sim:0"], 0);
+  EXPECT_GT(per_device["sim:1"], 0);
+  const std::string usage = DescribeUsage(slots);
+  EXPECT_NE(usage.find("sim:1"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("at most 2 busy at once"), std::string::npos) << usage;
+  fs::remove_all(dir);
+}
+
 TEST(StoreMerge, CopiesARunAndIsIdempotent) {
   const fs::path dir = TempDir("kforge-exec-merge");
   auto r = testing::RunSyntheticBench(dir / "element", 2, 3, 1, 2, nullptr, kSource / "templates");

@@ -53,6 +53,9 @@ struct Verdict {
   std::string task_name;
   std::string task_origin;
   std::string target;
+  // The runner's device string the evaluation ran on ("cuda:1" when a bench placed it on the
+  // second GPU); empty for a verdict stored before this field existed.
+  std::string device;
   std::string candidate;       // path as given
   std::string candidate_kind;  // native, opencl, module
   std::string mode;            // "kforge" or "kernelbench-compat"

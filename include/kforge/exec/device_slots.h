@@ -87,6 +87,11 @@ class DeviceSlots {
 std::vector<Device> DiscoverDevices(const Target& target, const std::string& runner_device,
                                     int max_devices);
 
+// One line for the bench's summary: per device its evaluations and busy seconds, and how many
+// devices were busy at once at most, e.g.
+// "cuda:0 19 evaluations, 148.2 s busy · cuda:1 18 evaluations, 150.1 s busy · at most 2 busy at once".
+std::string DescribeUsage(const DeviceSlots& slots);
+
 // `count` simulated devices "sim:0".. for tests.
 std::vector<Device> SimulatedDevices(int count);
 

@@ -75,7 +75,7 @@ if [ "$PART" = two-gpus ]; then
   echo "two-gpus devices: $(devices_used $W/two-gpus)" | tee -a $W/walls.txt
   kforge report $W/two-gpus > $W/report-two-gpus.log 2>&1
 else
-  CUDA_VISIBLE_DEVICES=0 bench one-gpu --devices 1 &
+  ( export CUDA_VISIBLE_DEVICES=0; bench one-gpu --devices 1 ) &
   serial_loop "${TWO_GPU_RUN:?the two-gpus run directory, for its candidates}" &
   wait
   echo "one-gpu devices: $(devices_used $W/one-gpu)" | tee -a $W/walls.txt

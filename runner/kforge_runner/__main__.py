@@ -29,12 +29,33 @@ def _parse_args(argv):
     return parser.parse_args(argv)
 
 
+def use_device(device: str) -> None:
+    """Makes ``device`` ("cuda:1") the process's current CUDA device.
+
+    Tensors placed on cuda:1 do not make it current: a native kernel launched on the legacy
+    default stream, a stream captured into a CUDA graph, Triton launches and library handles all
+    go to the current device, which stays cuda:0. A bench that placed an evaluation on the second
+    GPU of a host then timed it with illegal memory accesses. One runner serves one device, so
+    the process-wide setting is the right scope. Other devices are left alone."""
+    if not device.startswith("cuda:"):
+        return
+    import torch
+    if torch.cuda.is_available():
+        torch.cuda.set_device(torch.device(device))
+
+
+def _job_device(job) -> str:
+    inner = getattr(job, "candidate_job", None)  # a profile job runs a candidate job
+    return getattr(inner if inner is not None else job, "device", "") or ""
+
+
 def _preload_and_wait(device: str, job_path: str) -> None:
     """Pays the fixed start-up costs (torch import, device context) before the job exists, so
     they overlap with the orchestrator's compile and reference phase; then waits for the job."""
     import time
 
     import torch  # noqa: F401  (the import is the point)
+    use_device(device)
     if device.startswith("cuda") and torch.cuda.is_available():
         torch.empty(1, device=device)  # the device context
         try:
@@ -70,6 +91,7 @@ def _warm_device_kernels(torch, device) -> None:
 
 
 def _run_phase(job):
+    use_device(_job_device(job))
     # Imported here so that a protocol or job error is answered without importing torch.
     if isinstance(job, protocol.ReferenceJob):
         from kforge_runner import reference_phase

@@ -115,31 +115,62 @@ def test_triton_module_matches_reference(tmp_path, cuda_reference):
         assert torch.equal(got, want)
 
 
-def test_native_cuda_matches_reference(tmp_path, cuda_reference):
+RELU_CU = """\
+    #include <cuda_runtime.h>
+    #include "kforge_kernel.h"
+
+    __global__ void relu(const float* x, float* y, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+    }
+
+    extern "C" int kforge_forward(const kforge_tensor* in, int n_in, kforge_tensor* out,
+                                  int n_out, void* stream) {
+      long long n = kforge_numel(&in[0]);
+      relu<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+          (const float*)in[0].data, (float*)out[0].data, n);
+      return cudaGetLastError() == cudaSuccess ? 0 : 6;
+    }
+    """
+
+
+def _build_relu_so(tmp_path) -> str:
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.exists(nvcc):
         pytest.skip("nvcc not found")
-    source = write_file(tmp_path / "relu.cu", """\
-        #include <cuda_runtime.h>
-        #include "kforge_kernel.h"
-
-        __global__ void relu(const float* x, float* y, long long n) {
-          long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-          if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
-        }
-
-        extern "C" int kforge_forward(const kforge_tensor* in, int n_in, kforge_tensor* out,
-                                      int n_out, void* stream) {
-          long long n = kforge_numel(&in[0]);
-          relu<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-              (const float*)in[0].data, (float*)out[0].data, n);
-          return cudaGetLastError() == cudaSuccess ? 0 : 6;
-        }
-        """)
+    source = write_file(tmp_path / "relu.cu", RELU_CU)
     so = str(tmp_path / "relu.so")
     subprocess.run([nvcc, "-O2", "-shared", "-Xcompiler", "-fPIC", "-I", ABI_DIR, source, "-o", so],
                    check=True)
+    return so
+
+
+def test_native_cuda_matches_reference(tmp_path, cuda_reference):
+    so = _build_relu_so(tmp_path)
     run = _run(tmp_path, cuda_reference, {"kind": "native", "backend": "cuda", "artifact": so})
     assert run.result["status"] == "ok", run.result
     for got, want in zip(_outputs(tmp_path, run.result), _expected(cuda_reference)):
         assert torch.equal(got, want)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a second GPU")
+def test_native_cuda_on_the_second_gpu_runs_and_is_timed_there(tmp_path):
+    """A job for cuda:1 (a bench placed it there) launches on cuda:1: the runner makes the job's
+    device current. Before, the launch went to cuda:0 with cuda:1's buffers and the timing failed
+    with an illegal memory access."""
+    task = write_file(tmp_path / "relu.py", RELU_TASK)
+    ref_job = reference_job(task, tmp_path, device="cuda:1",
+                            trials=[{"seed": s, "distribution": "task"} for s in (1, 2)])
+    ref = run_runner(ref_job, tmp_path)
+    assert ref.result["status"] == "ok", ref.result
+    job = candidate_job(ref_job, ref.result, {"kind": "native", "backend": "cuda",
+                                              "artifact": _build_relu_so(tmp_path)},
+                        tmp_path / "cand")
+    job["timing"] = {"min_samples": 5, "min_seconds": 0.05}
+    run = run_runner(job, tmp_path)
+    assert run.result["status"] == "ok", run.result
+    for got, want in zip(_outputs(tmp_path, run.result), _expected((ref_job, ref.result))):
+        assert torch.equal(got, want)
+    timing = run.result["timing"]
+    assert "error" not in timing, timing
+    assert timing["median_s"] > 0, timing

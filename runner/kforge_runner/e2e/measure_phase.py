@@ -153,7 +153,10 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
     for name, model in (("compile", original), ("compile+kforge", patched_model)):
         status[name] = {"available": not why_not, "why": why_not}
         if not why_not:
-            configurations[name] = torch.compile(model)
+            # dynamic=True: decoding grows the KV cache every step and the batch sizes differ, so
+            # static shapes would recompile at the first new shape and then turn dynamic anyway
+            # (automatic dynamic shapes); compiling dynamic from the start skips those recompiles.
+            configurations[name] = torch.compile(model, dynamic=True)
 
     equivalence, timing, kernels = [], [], []
     for batch in mf.batch_sizes:

@@ -75,6 +75,38 @@ def test_task_writer_builds_a_runnable_task(tmp_path):
     assert "module_forward" in source  # the wrapper that passes scale_it=True
 
 
+class ModeDependent(nn.Module):
+    """Branches on self.training, as transformers' GptOssExperts does (loop vs dense path)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(4))
+
+    def forward(self, x):
+        return x * self.scale if self.training else x * self.scale + 100.0
+
+
+def test_task_writer_keeps_the_mode_the_module_ran_in(tmp_path):
+    site = {"name": "ModeDependent", "instances": ["m"], "params": ["x"],
+            "args": [{"name": "x", "kind": "tensor", "shape": [2, 4], "dtype": "float32",
+                      "zero_fraction": 0.0}],
+            "state_keys": ["scale"], "outputs": "tensor"}
+    for training in (False, True):
+        module = ModeDependent().train(training)
+        path = tmp_path / f"task_{training}.py"
+        path.write_text(task_writer.write_task(site, module, []))
+        task = source_loader.load_module(str(path), f"e2e_mode_task_{training}")
+        model = task.Model()  # as a KernelBench harness builds it: no eval() call
+        assert model.training == training
+        (x,) = task.get_inputs()
+        assert bool((model(x) > 50).all()) == (not training)
+    # A forward that does not read self.training leaves the task as it was.
+    site_norm = _site([{"name": "x", "kind": "tensor", "shape": [3, 8], "dtype": "float32",
+                        "zero_fraction": 0.0},
+                       {"name": "scale_it", "kind": "constant", "value": True}])
+    assert "self.train(" not in task_writer.write_task(site_norm, ScaledNorm(8).eval(), [])
+
+
 def test_task_writer_names_why_a_site_cannot_be_extracted():
     site = _site([{"name": "x", "kind": "tensor", "shape": [2, 4], "dtype": "float32"}],
                  params=("x",), state=("inner.weight", "inner.bias"))

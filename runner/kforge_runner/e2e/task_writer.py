@@ -4,7 +4,8 @@ shapes and dtypes seen, `get_init_inputs()` returning [].
 
 What can be extracted: a leaf module (no child modules) whose forward (and the methods it calls)
 reads only its parameters, persistent buffers, plain attributes (numbers, strings, booleans,
-None, tuples of them), `self.training`, and module-level names that are modules (torch, math,
+None, tuples of them), `self.training` (the task keeps the mode the module ran in), and
+module-level names that are modules (torch, math,
 ...), plain constants, or functions of the module's own source file (copied too). Anything else
 raises NotExtractable with the reason, which the report shows.
 
@@ -182,12 +183,20 @@ def write_task(site: Dict[str, Any], module: torch.nn.Module, header: List[str])
         if b is not None:
             init += _init_line(name, b, "buffer")
     attributes = set()
+    mode_line = ""
     for node in [forward, *methods.values()]:
         attributes |= _self_attributes(node)
     for attr in sorted(attributes):
         if attr in module._parameters or attr in module._buffers or attr in methods:
             continue
-        if attr == "training" or attr == "forward":
+        if attr == "forward":
+            continue
+        if attr == "training":
+            # The forward branches on the mode. A KernelBench Model starts in training mode and
+            # no harness calls eval(), so without this line the task would be the training
+            # branch of a module the model ran in eval mode (gpt-oss's experts: a per-expert
+            # loop over router_indices instead of the dense path the model takes).
+            mode_line = f"self.train({module.training})  # the mode the module ran in, in the model"
             continue
         if attr not in module.__dict__:
             raise NotExtractable(f"its forward reads self.{attr}, which is not a plain attribute")
@@ -196,6 +205,8 @@ def write_task(site: Dict[str, Any], module: torch.nn.Module, header: List[str])
             raise NotExtractable(
                 f"its forward reads self.{attr} ({type(value).__name__}), not a plain value")
         init.append(f"self.{attr} = {value!r}")
+    if mode_line:
+        init.append(mode_line)
 
     tensor_args = [a for a in site["args"] if a["kind"] == "tensor"]
     direct = [a["name"] for a in site["args"]] == site["params"][:len(site["args"])] and all(

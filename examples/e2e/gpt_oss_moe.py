@@ -139,14 +139,17 @@ class _HfSession:
         self._cache = DynamicCache()
         with torch.no_grad():
             logits = model(input_ids=prompt, past_key_values=self._cache, use_cache=True).logits
-        self._next = logits[:, -1].argmax(-1, keepdim=True)
+        self.next_tokens = logits[:, -1].argmax(-1, keepdim=True)
 
-    def step(self):
-        """Decodes one token per sequence; returns this step's logits [batch, vocab] (float32)."""
+    def step(self, tokens=None):
+        """Decodes one token per sequence, feeding `tokens` [batch, 1] if given (teacher forcing)
+        or else the greedy choice of the previous step; returns this step's logits [batch, vocab]
+        (float32)."""
+        fed = self.next_tokens if tokens is None else tokens.to(self.next_tokens.device)
         with torch.no_grad():
-            out = self._model(input_ids=self._next, past_key_values=self._cache, use_cache=True)
+            out = self._model(input_ids=fed, past_key_values=self._cache, use_cache=True)
         logits = out.logits[:, -1].float()
-        self._next = logits.argmax(-1, keepdim=True)
+        self.next_tokens = logits.argmax(-1, keepdim=True)
         return logits
 
 
@@ -161,7 +164,7 @@ class _InRepoSession:
         self._cache = KvCache(config, batch, length, prompt.device,
                               next(inner.parameters()).dtype)
         self._position = 0
-        self._next = self._forward(prompt)[:, -1].argmax(-1, keepdim=True)
+        self.next_tokens = self._forward(prompt)[:, -1].argmax(-1, keepdim=True)
 
     def _forward(self, tokens):
         with torch.no_grad():
@@ -169,10 +172,13 @@ class _InRepoSession:
         self._position += tokens.shape[1]
         return logits
 
-    def step(self):
-        """Decodes one token per sequence; returns this step's logits [batch, vocab] (float32)."""
-        logits = self._forward(self._next)[:, -1].float()
-        self._next = logits.argmax(-1, keepdim=True)
+    def step(self, tokens=None):
+        """Decodes one token per sequence, feeding `tokens` [batch, 1] if given (teacher forcing)
+        or else the greedy choice of the previous step; returns this step's logits [batch, vocab]
+        (float32)."""
+        fed = self.next_tokens if tokens is None else tokens.to(self.next_tokens.device)
+        logits = self._forward(fed)[:, -1].float()
+        self.next_tokens = logits.argmax(-1, keepdim=True)
         return logits
 
 

@@ -197,6 +197,71 @@ def test_equivalence_catches_a_token_change_and_an_error_beyond_tolerance():
     assert not result["same_greedy_tokens"] and result["first_token_divergence"] == 1
 
 
+def test_equivalence_counts_a_flipped_near_tie_apart():
+    from kforge_runner.e2e import measure_phase
+    reference = [torch.tensor([[1.000, 0.995, 0.0]])]  # the two best within 1e-2 of each other
+    flipped = [torch.tensor([[0.996, 0.999, 0.0]])]    # logits within tolerance, argmax flipped
+    result = measure_phase._compare(reference, flipped, 1e-2)
+    assert result["within_tolerance"] and not result["same_greedy_tokens"]
+    assert result["tokens_agree"] and result["near_tie_disagreements"] == 1
+    clear = [torch.tensor([[1.0, 0.5, 0.0]])]           # a clear winner: a flip is a real change
+    result = measure_phase._compare(clear, [torch.tensor([[0.5, 1.0, 0.0]])], 1e-2)
+    assert not result["tokens_agree"] and result["token_disagreements"] == 1
+    assert result["near_tie_disagreements"] == 0
+
+
+class _CountingSession:
+    """A toy decoding session: the logits favour token (fed + bias) mod 4; `bias` makes one
+    configuration choose differently at every step."""
+
+    def __init__(self, bias):
+        self.bias = bias
+        self.next_tokens = torch.tensor([[0]])
+
+    def step(self, tokens=None):
+        fed = self.next_tokens if tokens is None else tokens
+        logits = torch.zeros(1, 4)
+        logits[0, (int(fed) + 1 + self.bias) % 4] = 1.0
+        self.next_tokens = logits.argmax(-1, keepdim=True)
+        return logits
+
+
+class _ToyModelFile:
+    def __init__(self, bias_of):
+        self.bias_of = bias_of
+
+    def new_session(self, model, batch, device, steps):
+        return _CountingSession(self.bias_of[model])
+
+
+def test_equivalence_feeds_the_reference_tokens_to_the_other_configuration():
+    from kforge_runner.e2e import measure_phase
+    mf = _ToyModelFile({"original": 0, "same": 0, "other": 1})
+    fed, reference = measure_phase._reference_decode(mf, "original", 1, "cpu", 5)
+    assert [int(t) for t in fed] == [0, 1, 2, 3, 0]
+    logits, forced = measure_phase._decode_like(mf, "same", 1, "cpu", fed)
+    assert forced and measure_phase._compare(reference, logits, 1e-4)["same_greedy_tokens"]
+    # Fed the reference's tokens, the other configuration is compared step by step on the same
+    # stream: every step differs by one token, not a cascade from one early flip.
+    logits, forced = measure_phase._decode_like(mf, "other", 1, "cpu", fed)
+    result = measure_phase._compare(reference, logits, 1e-4)
+    assert forced and result["token_disagreements"] == 5 and result["first_token_divergence"] == 0
+
+
+def test_a_dynamo_recompile_limit_warning_is_noticed():
+    import logging
+    from kforge_runner.e2e import measure_phase
+    watch = measure_phase._RecompileLimitWatch()
+    logger = logging.getLogger(measure_phase._RecompileLimitWatch.LOGGER)
+    logger.addHandler(watch)
+    try:
+        logger.warning("torch._dynamo hit config.%s (%s)", "recompile_limit", 8)
+        logger.warning("something else")
+    finally:
+        logger.removeHandler(watch)
+    assert watch.hits == 1
+
+
 def test_model_file_errors_name_the_file_and_the_fix(tmp_path):
     from kforge_runner.e2e import model_file
     bad = tmp_path / "model.py"

@@ -170,6 +170,11 @@ Result<Measurement> MeasureModel(const MeasureRequest& request, const PhaseRun& 
                                .steps = e.value("steps", 0),
                                .within_tolerance = e.value("within_tolerance", false),
                                .same_greedy_tokens = e.value("same_greedy_tokens", false),
+                               .tokens_agree = e.value("tokens_agree",
+                                                       e.value("same_greedy_tokens", false)),
+                               .token_disagreements = e.value("token_disagreements", 0),
+                               .near_tie_disagreements = e.value("near_tie_disagreements", 0),
+                               .teacher_forced = e.value("teacher_forced", false),
                                .max_abs_error = e.value("max_abs_error", 0.0),
                                .max_rel_error = e.value("max_rel_error", 0.0),
                                .worst_fraction_out = e.value("worst_fraction_out", 0.0)});
@@ -181,14 +186,17 @@ Result<Measurement> MeasureModel(const MeasureRequest& request, const PhaseRun& 
                           .p10_s = t.value("p10_s", 0.0),
                           .p90_s = t.value("p90_s", 0.0),
                           .tokens_per_s = t.at("tokens_per_s").get<double>(),
-                          .samples = t.value("samples", 0)});
+                          .samples = t.value("samples", 0),
+                          .recompile_limit_hit = t.value("recompile_limit_hit", false)});
     }
     for (const auto& k : r.at("kernels")) {
       m.kernels.push_back({.site = k.at("site").get<std::string>(),
                            .batch_size = k.at("batch_size").get<int>(),
                            .original_median_s = k.at("original_median_s").get<double>(),
                            .kforge_median_s = k.at("kforge_median_s").get<double>(),
-                           .speedup = k.at("speedup").get<double>()});
+                           .speedup = k.at("speedup").get<double>(),
+                           .original_back_to_back_s = k.value("original_back_to_back_s", 0.0),
+                           .kforge_back_to_back_s = k.value("kforge_back_to_back_s", 0.0)});
     }
     for (const auto& [site, c] : r.at("coverage").items()) {
       m.coverage.push_back({.site = site,

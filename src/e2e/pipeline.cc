@@ -140,7 +140,7 @@ bool E2eOutcome::Matches() const {
   for (const Equivalence& e : measurement->equivalence) {
     if (e.configuration != "eager+kforge") continue;
     any = true;
-    if (!e.within_tolerance || !e.same_greedy_tokens) return false;
+    if (!e.within_tolerance || !e.tokens_agree) return false;
   }
   return any;
 }

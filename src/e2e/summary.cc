@@ -45,16 +45,26 @@ void SynthesisSection(const E2eOutcome& o, std::string& out) {
 void MeasurementSection(const Measurement& m, std::string& out) {
   out += fmt::format("\nConfigurations (torch {}):\n", m.torch_version);
   for (const Configuration& c : m.configurations) {
-    out += fmt::format("  {:<16} {}\n", c.name, c.available ? "measured" : "unavailable: " + c.why);
+    out += fmt::format("  {:<16} {}\n", c.name,
+                       !c.available   ? "unavailable: " + c.why
+                       : c.why.empty() ? std::string("measured")
+                                       : "measured; " + c.why);
   }
   out += fmt::format(
       "\nOutput equivalence against eager (logits within atol = rtol = {:g}; greedy tokens):\n",
       m.tolerance);
   for (const Equivalence& e : m.equivalence) {
-    out +=
-        fmt::format("  batch {:>4}  {:<16} {} steps  {}  {}  max abs err {:.2e}\n", e.batch_size,
-                    e.configuration, e.steps, e.within_tolerance ? "logits match" : "LOGITS DIFFER",
-                    e.same_greedy_tokens ? "same tokens" : "TOKENS DIFFER", e.max_abs_error);
+    const std::string tokens =
+        e.same_greedy_tokens ? "same tokens"
+        : e.tokens_agree
+            ? fmt::format("same tokens but {} near tie(s)", e.near_tie_disagreements)
+            : fmt::format("TOKENS DIFFER ({} token(s), {} of them near ties)",
+                          e.token_disagreements, e.near_tie_disagreements);
+    out += fmt::format("  batch {:>4}  {:<16} {} steps{}  {}  {}  max abs err {:.2e}\n",
+                       e.batch_size, e.configuration, e.steps,
+                       e.teacher_forced ? "" : " (free-running)",
+                       e.within_tolerance ? "logits match" : "LOGITS DIFFER", tokens,
+                       e.max_abs_error);
   }
   out += "\nDecode throughput (median step; tokens/s = batch / median):\n";
   std::map<int, std::map<std::string, const StepTiming*>> by_batch;
@@ -68,7 +78,9 @@ void MeasurementSection(const Measurement& m, std::string& out) {
       auto it = row.find(c.name);
       out += it == row.end()
                  ? fmt::format("  {:>22}", "-")
-                 : fmt::format("  {:>22}", fmt::format("{:.0f} tok/s {}", it->second->tokens_per_s,
+                 : fmt::format("  {:>22}", fmt::format("{}{:.0f} tok/s {}",
+                                                       it->second->recompile_limit_hit ? "*" : "",
+                                                       it->second->tokens_per_s,
                                                        FormatSeconds(it->second->median_s)));
     }
     auto eager = row.find("eager");
@@ -79,11 +91,26 @@ void MeasurementSection(const Measurement& m, std::string& out) {
     }
     out += "\n";
   }
-  out += "\nPer-kernel, in the model's own calls (original forward vs kernel, medians):\n";
+  for (const StepTiming& t : m.timing) {
+    if (!t.recompile_limit_hit) continue;
+    out += "  * torch._dynamo hit its recompile limit: frames past it ran eagerly, so this "
+           "figure is partly eager\n";
+    break;
+  }
+  out +=
+      "\nPer-kernel, in the model's own calls (original forward vs kernel; synchronised around "
+      "each call, medians; back to back: calls issued in a row, host side included):\n";
   for (const KernelTiming& k : m.kernels) {
-    out += fmt::format("  {:<24} batch {:>4}  {} -> {}  {:.2f}x\n", k.site, k.batch_size,
+    out += fmt::format("  {:<24} batch {:>4}  {} -> {}  {:.2f}x", k.site, k.batch_size,
                        FormatSeconds(k.original_median_s), FormatSeconds(k.kforge_median_s),
                        k.speedup);
+    if (k.original_back_to_back_s > 0 && k.kforge_back_to_back_s > 0) {
+      out += fmt::format("   back to back {} -> {}  {:.2f}x",
+                         FormatSeconds(k.original_back_to_back_s),
+                         FormatSeconds(k.kforge_back_to_back_s),
+                         k.original_back_to_back_s / k.kforge_back_to_back_s);
+    }
+    out += "\n";
   }
   for (const Coverage& c : m.coverage) {
     if (c.unrouted_calls > 0) {

@@ -36,6 +36,10 @@ m = r["measurement"]
 rows = [e for e in m["equivalence"] if e["configuration"] == "eager+kforge"]
 assert sorted(e["batch_size"] for e in rows) == [1, 4, 8], rows
 assert all(e["within_tolerance"] and e["same_greedy_tokens"] and e["steps"] >= 16 for e in rows)
+# The example's sessions take tokens: compared on the reference's token stream (teacher forcing).
+assert all(e["teacher_forced"] for e in rows), rows
+assert all(k["kforge_back_to_back_s"] > 0 and k["original_back_to_back_s"] > 0
+           for k in m["kernels"]), m["kernels"]
 assert all(c["kernel_calls"] > 0 and c["unrouted_calls"] == 0 for c in m["coverage"].values())
 assert m["configurations"]["compile"]["available"] is False or m["torch"] >= "2"
 print("result.json: outputs match at batch 1, 4, 8; kernels called:",

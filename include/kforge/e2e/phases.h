@@ -74,7 +74,15 @@ struct Equivalence {
   std::string configuration;
   int steps = 0;
   bool within_tolerance = false;
-  bool same_greedy_tokens = false;
+  bool same_greedy_tokens = false;  // every step's greedy tokens equal (strict)
+  // No token disagreement beyond near ties (the reference's two best logits within the
+  // tolerance of each other); what Matches() requires with within_tolerance.
+  bool tokens_agree = false;
+  int token_disagreements = 0;
+  int near_tie_disagreements = 0;
+  // Fed the reference's tokens at every step; false when the model file's session cannot take
+  // tokens, and then one flipped near tie makes every later step differ.
+  bool teacher_forced = false;
   double max_abs_error = 0;
   double max_rel_error = 0;
   double worst_fraction_out = 0;
@@ -88,6 +96,9 @@ struct StepTiming {
   double p90_s = 0;
   double tokens_per_s = 0;
   int samples = 0;
+  // torch._dynamo hit its recompile limit while this configuration ran (so far): frames past it
+  // ran eagerly, the `compile` figure is partly eager.
+  bool recompile_limit_hit = false;
 };
 
 struct KernelTiming {
@@ -96,6 +107,10 @@ struct KernelTiming {
   double original_median_s = 0;
   double kforge_median_s = 0;
   double speedup = 0;
+  // Per call when calls are issued back to back and synchronised once: the host side (dispatch,
+  // launches) counts as it does in a launch-bound decode step. 0 when not measured.
+  double original_back_to_back_s = 0;
+  double kforge_back_to_back_s = 0;
 };
 
 struct Coverage {

@@ -168,6 +168,10 @@ def test_patch_routes_matching_calls_to_the_kernel(norm_kernel):
         got = net(x)
         got_unscaled = net(x, scale_it=False)  # a signature the kernel was not made for
         wide = net(torch.randn(2, 3, 8))       # other leading shapes reach the kernel too
+        # A traced call (meta tensors here, fake tensors under torch.compile) goes through the
+        # registered operator's shape function, not the kernel.
+        traced = net.norm(torch.empty(4, 8, device="meta"), scale_it=True)
+    assert traced.device.type == "meta" and traced.shape == (4, 8)
     assert torch.allclose(got, expected, atol=1e-5)
     assert torch.equal(got_unscaled, unscaled)
     assert wide.shape == (2, 3, 8)

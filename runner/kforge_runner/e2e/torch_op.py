@@ -78,7 +78,13 @@ class NativeKernel:
         returns non-zero."""
         stream = None
         if inputs and inputs[0].is_cuda:
-            stream = torch.cuda.current_stream(inputs[0].device).cuda_stream
+            device = inputs[0].device
+            if device.index is not None and device.index != torch.cuda.current_device():
+                # The kernel launches on the current device: make it the tensors' one.
+                with torch.cuda.device(device):
+                    self(inputs, outputs)
+                return
+            stream = torch.cuda.current_stream(device).cuda_stream
         status = self._forward(_describe(inputs), len(inputs), _describe(outputs), len(outputs),
                                stream)
         self.calls += 1
@@ -147,21 +153,23 @@ class _Operator:
         self._n_args = sum(1 for a in site["args"] if a["kind"] == "tensor")
         qualified = f"{namespace}::{site['name']}"
         if _custom_op_api():
-            op = torch.library.custom_op(qualified, self._run, mutates_args=(),
+            op = torch.library.custom_op(qualified, self.run, mutates_args=(),
                                          schema="(Tensor[] inputs) -> Tensor[]")
             op.register_fake(self._fake)
             self.call = op
         else:
             library.define(f"{site['name']}(Tensor[] inputs) -> Tensor[]")
-            library.impl(site["name"], self._run, "CPU")
+            library.impl(site["name"], self.run, "CPU")
             if torch.cuda.is_available():
-                library.impl(site["name"], self._run, "CUDA")
+                library.impl(site["name"], self.run, "CUDA")
             # Meta tensors dispatch to AutogradMeta first; it has no fallthrough in torch 1.13.
             library.impl(site["name"], self._fake, "Meta")
             library.impl(site["name"], self._fake, "AutogradMeta")
             self.call = getattr(getattr(torch.ops, namespace), site["name"])
 
-    def _run(self, inputs):
+    def run(self, inputs):
+        """The kernel on real tensors: contiguous inputs, outputs allocated with the original's
+        shapes and dtypes."""
         inputs = [t.contiguous() for t in inputs]
         outputs = [torch.empty(shape, dtype=dtype, device=inputs[0].device)
                    for shape, dtype in self._shapes(inputs[:self._n_args])]
@@ -190,7 +198,22 @@ class Patch:
         self._restore.clear()
 
 
-def _patched_forward(site: Dict[str, Any], module: torch.nn.Module, op, state, patch: Patch):
+def _compiling() -> bool:
+    """Whether torch.compile (dynamo) is tracing the current call."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling()
+    dynamo = getattr(torch, "_dynamo", None)
+    return bool(dynamo is not None and hasattr(dynamo, "is_compiling") and dynamo.is_compiling())
+
+
+def _plain(t: torch.Tensor) -> bool:
+    """A real tensor with data (not meta, not a fake or other tensor subclass)."""
+    return type(t) in (torch.Tensor, torch.nn.Parameter) and t.device.type != "meta"
+
+
+def _patched_forward(site: Dict[str, Any], module: torch.nn.Module, op: "_Operator", state,
+                     patch: Patch):
     original = module.forward
     params = list(site["params"])
     tensor_names = [a["name"] for a in site["args"] if a["kind"] == "tensor"]
@@ -208,7 +231,14 @@ def _patched_forward(site: Dict[str, Any], module: torch.nn.Module, op, state, p
         if not routed:
             patch.unrouted[site["name"]] = patch.unrouted.get(site["name"], 0) + 1
             return original(*args, **kwargs)
-        outputs = op([given[k] for k in tensor_names] + state)
+        tensors = [given[k] for k in tensor_names] + state
+        # Eager calls go straight to the kernel, skipping the operator's dispatch (host time that
+        # a launch-bound decode step pays in full; torch.library.custom_op's Python layer on
+        # torch >= 2.4). Traced calls (torch.compile, fake or meta tensors) use the operator.
+        if not _compiling() and all(_plain(t) for t in tensors):
+            outputs = op.run(tensors)
+        else:
+            outputs = op.call(tensors)
         return outputs[0] if single else tuple(outputs)
 
     return forward
@@ -241,6 +271,6 @@ def patch(model: torch.nn.Module, sites: List[Dict[str, Any]], kernel_paths: Dic
                 raise ValueError(f"site {site['name']}: {qualname} has state {list(tensors)}, "
                                  f"the kernel expects {site['state_keys']}")
             state = [t.detach() for t in tensors.values()]
-            module.forward = _patched_forward(site, module, op.call, state, result)
+            module.forward = _patched_forward(site, module, op, state, result)
             result._restore.append(module)
     return result

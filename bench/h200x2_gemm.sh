@@ -18,6 +18,11 @@ CASSETTE=$(realpath "${1:-.carry/conv/gemm.jsonl}")
 TWO_GPU_RUN=${2:-}
 SUITE=$ROOT/examples/suites/level2-gemm.toml
 PART=${PART:?PART=two-gpus or PART=one-gpu}
+# A device call is killed at its limit and only what is under $OUT comes back: every step's
+# timeout is cut to what is left of CALL_BUDGET_S (default 570 s) minus a reserve for the archive,
+# and the small logs are copied to $OUT as they are written.
+CALL_START=$(date +%s)
+left() { echo $(( ${CALL_BUDGET_S:-570} - ($(date +%s) - CALL_START) - ${RESERVE_S:-30} )); }
 W=/tmp/gemm-$PART; rm -rf $W; mkdir -p $W
 nvidia-smi -L | tee $W/gpus.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> $W/gpus.txt
@@ -27,11 +32,13 @@ since() { python3 -c "print(f'{$(now) - $1:.1f}')"; }
 
 bench() {  # bench NAME EXTRA-ARGS...   (timeout BENCH_TIMEOUT, default 500 s)
   local name=$1; shift
-  local t0=$(now)
-  KFORGE_CACHE_DIR=$W/cache-$name timeout ${BENCH_TIMEOUT:-500} kforge bench "$SUITE" \
+  local t0=$(now) limit=${BENCH_TIMEOUT:-500}
+  (( limit > $(left) )) && limit=$(left)
+  KFORGE_CACHE_DIR=$W/cache-$name timeout $limit kforge bench "$SUITE" \
     --target nvidia/cuda --model inbox --iterations 1 --replay "$CASSETTE" --replay-match numbers \
     --out $W/$name "$@" > $W/$name.log 2>&1
-  echo "bench $name: exit $?, $(since $t0) s wall" | tee -a $W/walls.txt
+  echo "bench $name: exit $? (timeout $limit s), $(since $t0) s wall" | tee -a $W/walls.txt
+  cp $W/$name.log $W/walls.txt $OUT/ 2>/dev/null
 }
 
 devices_used() {  # devices_used RUN_DIR: "device: evaluations" of a run store
@@ -58,11 +65,12 @@ PY
   while read -r name source cand; do
     local file=$(ls $1/candidates/$cand/* | head -1)
     local e0=$(now)
-    CUDA_VISIBLE_DEVICES=1 KFORGE_CACHE_DIR=$W/cache-serial timeout 120 kforge eval "$source" \
+    CUDA_VISIBLE_DEVICES=1 KFORGE_CACHE_DIR=$W/cache-serial timeout 60 kforge eval "$source" \
       "$file" --target nvidia/cuda --time --no-store > $W/serial-$n.txt 2>&1
     echo "$name $? $(since $e0)" >> $W/serial-evals.txt
+    cp $W/serial-evals.txt $OUT/ 2>/dev/null
     n=$((n + 1))
-    if (( $(date +%s) - ${t0%.*} > ${SERIAL_BUDGET_S:-480} )); then
+    if (( $(date +%s) - ${t0%.*} > ${SERIAL_BUDGET_S:-480} || $(left) < 20 )); then
       echo "serial loop cut after $n evaluations (budget)" | tee -a $W/walls.txt; break
     fi
   done < $W/serial-candidates.txt

@@ -11,6 +11,7 @@
 #
 #   E2E_ITERATIONS (2) E2E_TIMED_STEPS (20) E2E_EXTRA (more kforge e2e options, e.g. --no-profile)
 #   E2E_TIMEOUT (500 s) E2E_EXPORT (unset: no export check)
+#   E2E_CASSETTE=FILE (relative to the repository): replay that conversation instead of recording
 #   bash bench/h200_e2e_round.sh
 #
 # The model: examples/e2e/gpt_oss_moe.py, configuration `real` (gpt-oss-20b's layer dimensions, 4
@@ -35,12 +36,15 @@ cat $OUT/versions.txt
 cd $W
 t0=$(date +%s)
 echo "kforge e2e starts $(date -u +%FT%TZ)" | tee $OUT/e2e.txt
+if [ -n "${E2E_CASSETTE:-}" ]; then  # replay a recorded conversation instead of recording
+  LLM=(--replay "$(realpath "$ROOT/$E2E_CASSETTE")" --replay-match numbers)
+else
+  LLM=(--record $OUT/e2e-cassette.jsonl --record-note "inbox answers written by fresh helper agents (Claude, acting as the model), each given only its prompt file; recorded in rounds on an H200 (bench/h200_e2e_round.sh), $(date -u +%F)")
+fi
 timeout ${E2E_TIMEOUT:-500} kforge e2e $ROOT/examples/e2e/gpt_oss_moe.py --config real \
   --target nvidia-h200/cuda --model inbox --sites GptOssExperts,GptOssRMSNorm \
   --iterations ${E2E_ITERATIONS:-2} --timed-steps ${E2E_TIMED_STEPS:-20} --kernel-repeats 50 \
-  --phase-timeout 450 ${E2E_EXTRA:-} --runs-dir $W/runs --record $OUT/e2e-cassette.jsonl \
-  --record-note "inbox answers written by fresh helper agents (Claude, acting as the model), each given only its prompt file; recorded in rounds on an H200 (bench/h200_e2e_round.sh), $(date -u +%F)" \
-  >> $OUT/e2e.txt 2>&1
+  --phase-timeout 450 ${E2E_EXTRA:-} --runs-dir $W/runs "${LLM[@]}" >> $OUT/e2e.txt 2>&1
 echo "kforge e2e exit code $?, $(( $(date +%s) - t0 )) s" | tee -a $OUT/e2e.txt
 tail -40 $OUT/e2e.txt
 cp -r $W/kforge-inbox $OUT/inbox

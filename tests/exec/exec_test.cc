@@ -158,21 +158,29 @@ TEST(BenchRunner, SyntheticBenchStoresEveryCandidateWithinALooseOverheadBound) {
   fs::remove_all(dir);
 }
 
+// A run store in `dir` with one bench run `run_id`.
+std::unique_ptr<store::RunStore> BenchStore(const fs::path& dir, const std::string& run_id) {
+  auto store = store::RunStore::Open(dir);
+  if (!store) return nullptr;
+  store::RunRecord run;
+  run.id = run_id;
+  run.kind = store::RunKind::kBench;
+  if (!(*store)->AddRun(run)) return nullptr;
+  return std::move(*store);
+}
+
 TEST(BenchRunner, StopBeforeStartRunsNothingAndIsInterrupted) {
   const fs::path dir = TempDir("kforge-exec-stop");
-  auto store = store::RunStore::Open(dir);
+  const std::string run_id = "run-stop";
+  auto store = BenchStore(dir, run_id);
   ASSERT_TRUE(store);
-  store::RunRecord run;
-  run.id = "run-stop";
-  run.kind = store::RunKind::kBench;
-  ASSERT_TRUE((*store)->AddRun(run));
   auto backend = NewBackend(*Target::Parse("cpu/cpp"));
   DeviceSlots slots(SimulatedDevices(1));
   std::stop_source stop;
   stop.request_stop();
   BenchSetup setup;
-  setup.store = store->get();
-  setup.run_id = run.id;
+  setup.store = store.get();
+  setup.run_id = run_id;
   setup.tasks.push_back(Task{.id = "a", .name = "a", .origin = "", .level = 0, .problem_id = 0,
                              .source = "", .overrides = {}, .policy = PrecisionPolicy::kStrict});
   setup.backend = backend.get();
@@ -187,7 +195,7 @@ TEST(BenchRunner, StopBeforeStartRunsNothingAndIsInterrupted) {
   ASSERT_TRUE(result);
   EXPECT_TRUE(result->interrupted);
   EXPECT_EQ(result->tasks[0].state, TaskState::kQueued);
-  EXPECT_TRUE((*store)->ListCandidates(run.id)->empty());
+  EXPECT_TRUE(store->ListCandidates(run_id)->empty());
   fs::remove_all(dir);
 }
 
@@ -196,17 +204,14 @@ TEST(BenchRunner, StopBeforeStartRunsNothingAndIsInterrupted) {
 // cuda:0 although half the evaluations ran on cuda:1.
 TEST(BenchRunner, EveryEvaluationIsStoredWithTheDeviceItWasPlacedOn) {
   const fs::path dir = TempDir("kforge-exec-devices");
-  auto store = store::RunStore::Open(dir);
+  const std::string run_id = "run-devices";
+  auto store = BenchStore(dir, run_id);
   ASSERT_TRUE(store);
-  store::RunRecord run;
-  run.id = "run-devices";
-  run.kind = store::RunKind::kBench;
-  ASSERT_TRUE((*store)->AddRun(run));
   auto backend = NewBackend(*Target::Parse("cpu/cpp"));
   DeviceSlots slots(SimulatedDevices(2));
   BenchSetup setup;
-  setup.store = store->get();
-  setup.run_id = run.id;
+  setup.store = store.get();
+  setup.run_id = run_id;
   for (int i = 0; i < 6; ++i) {
     const std::string name = "t" + std::to_string(i);
     setup.tasks.push_back(Task{.id = name, .name = name, .origin = "", .level = 0,
@@ -225,7 +230,7 @@ TEST(BenchRunner, EveryEvaluationIsStoredWithTheDeviceItWasPlacedOn) {
   setup.renderer = PromptRenderer(kSource / "templates");
   setup.jobs = 6;
   ASSERT_TRUE(RunBench(std::move(setup)));
-  auto rows = (*store)->ListEvaluationRows(run.id);
+  auto rows = store->ListEvaluationRows(run_id);
   ASSERT_TRUE(rows);
   std::map<std::string, int> per_device;
   for (const auto& row : *rows) ++per_device[row.evaluation.device];

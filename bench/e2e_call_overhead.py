@@ -7,7 +7,8 @@ call through the registered torch.library operator (the path torch.compile trace
 RUN_DIR is a `kforge e2e` run with e2e/sites.json and e2e/kernels/SITE.so (default site
 GptOssRMSNorm); the module is the site's first instance in the model file's model, called with
 the arguments it gets in one decode step at the task batch size. Five alternating rounds of CALLS
-calls each (default 2000); prints the per-call median of each path. bench/RESULTS.md.
+calls each (default 2000); prints the per-call median of each path and of the original forward
+(timed first, before the patch). bench/RESULTS.md.
 """
 import json
 import statistics
@@ -28,11 +29,19 @@ def main():
     mf = model_file.load(sites["model_file"], sites["config"])
     torch.manual_seed(sites["seed"])
     model = mf.build_model()
-    handle = torch_op.patch(model, [site], {site_name: f"{run}/e2e/kernels/{site_name}.so"},
-                            "kforge_overhead")
     module = dict(model.named_modules())[site["instances"][0]]
     x = torch.randn([a for a in site["args"] if a["kind"] == "tensor"][0]["shape"],
                     dtype=getattr(torch, site["args"][0]["dtype"]))
+    original = []
+    with torch.no_grad():
+        for _ in range(5):
+            module(x)
+            start = time.perf_counter()
+            for _ in range(calls):
+                module(x)
+            original.append((time.perf_counter() - start) / calls)
+    handle = torch_op.patch(model, [site], {site_name: f"{run}/e2e/kernels/{site_name}.so"},
+                            "kforge_overhead")
     direct, through_op = [], []
     real_compiling = torch_op._compiling
     with torch.no_grad():
@@ -46,7 +55,9 @@ def main():
                 out.append((time.perf_counter() - start) / calls)
     torch_op._compiling = real_compiling
     d, o = statistics.median(direct), statistics.median(through_op)
-    print(f"{site_name} {list(x.shape)} on cpu, torch {torch.__version__}: direct {d * 1e6:.1f} us, "
+    r = statistics.median(original)
+    print(f"{site_name} {list(x.shape)} on cpu, torch {torch.__version__}, {mf.implementation()}: "
+          f"original forward {r * 1e6:.1f} us, patched: direct {d * 1e6:.1f} us, "
           f"through the operator {o * 1e6:.1f} us per call ({o / d:.2f}x); "
           f"kernel calls {handle.kernels[site_name].calls}")
 

@@ -126,29 +126,58 @@ def new_session(model, config, batch_size, device, max_new_tokens):
     prompt = torch.randint(0, config["vocab_size"], (batch_size, config["prompt_len"]),
                            generator=generator).to(device)
     if _transformers_config(config) is not None:
-        return _HfSession(model, prompt)
+        return _HfSession(model, prompt, max_new_tokens, config.get("kv_cache", "static"))
     return _InRepoSession(model, config, prompt, max_new_tokens)
 
 
 class _HfSession:
-    """Decoding through transformers' DynamicCache."""
+    """Decoding through a transformers cache: `static` (StaticCache, sized for the prompt and
+    `max_new_tokens`, positions passed explicitly) or `dynamic` (DynamicCache).
 
-    def __init__(self, model, prompt):
-        from transformers import DynamicCache
+    Static is the default because torch.compile keeps one graph with it: a DynamicCache changes
+    the cached tensors' shapes and strides every step, and on the H200 (2026-11-29, bench/
+    RESULTS.md) dynamo hit its recompile limit and ran the rest eagerly. Both give the same
+    logits (within 2.4e-7 on the tiny configuration, fp32, torch 2.11)."""
+
+    CAPACITY = 128  # decode steps a static cache holds by default
+
+    def __init__(self, model, prompt, max_new_tokens, kv_cache):
+        from transformers import DynamicCache, StaticCache
         self._model = model
-        self._cache = DynamicCache()
+        if kv_cache == "static":
+            # One capacity for every session (unless one needs more): a new cache length is a
+            # new shape, and with the per-layer frames transformers' decoder compiles into, a
+            # few lengths were enough to reach dynamo's recompile limit on the CPU.
+            capacity = max(max_new_tokens, self.CAPACITY)
+            self._cache = StaticCache(config=model.config,
+                                      max_cache_len=prompt.shape[1] + capacity + 1)
+        elif kv_cache == "dynamic":
+            self._cache = DynamicCache()
+        else:
+            raise ValueError(f"kv_cache {kv_cache!r}: use 'static' or 'dynamic'")
+        self._static = kv_cache == "static"
+        self._position = 0
+        self.next_tokens = self._forward(prompt)[:, -1].argmax(-1, keepdim=True)
+
+    def _forward(self, tokens):
+        kwargs = {}
+        if self._static:
+            positions = torch.arange(self._position, self._position + tokens.shape[1],
+                                     device=tokens.device)
+            kwargs = {"cache_position": positions,
+                      "position_ids": positions.unsqueeze(0).expand(tokens.shape[0], -1)}
         with torch.no_grad():
-            logits = model(input_ids=prompt, past_key_values=self._cache, use_cache=True).logits
-        self.next_tokens = logits[:, -1].argmax(-1, keepdim=True)
+            out = self._model(input_ids=tokens, past_key_values=self._cache, use_cache=True,
+                              **kwargs)
+        self._position += tokens.shape[1]
+        return out.logits
 
     def step(self, tokens=None):
         """Decodes one token per sequence, feeding `tokens` [batch, 1] if given (teacher forcing)
         or else the greedy choice of the previous step; returns this step's logits [batch, vocab]
         (float32)."""
         fed = self.next_tokens if tokens is None else tokens.to(self.next_tokens.device)
-        with torch.no_grad():
-            out = self._model(input_ids=fed, past_key_values=self._cache, use_cache=True)
-        logits = out.logits[:, -1].float()
+        logits = self._forward(fed)[:, -1].float()
         self.next_tokens = logits.argmax(-1, keepdim=True)
         return logits
 

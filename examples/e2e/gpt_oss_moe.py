@@ -130,14 +130,36 @@ def new_session(model, config, batch_size, device, max_new_tokens):
     return _InRepoSession(model, config, prompt, max_new_tokens)
 
 
-class _HfSession:
-    """Decoding through a transformers cache: `static` (StaticCache, sized for the prompt and
-    `max_new_tokens`, positions passed explicitly) or `dynamic` (DynamicCache).
+class _GreedySession:
+    """Greedy decoding over a prompt; subclasses give `_forward(tokens)` -> logits [batch, len,
+    vocab], which advances their cache and `_position`."""
+
+    def __init__(self, prompt):
+        self._position = 0
+        self.next_tokens = self._forward(prompt)[:, -1].argmax(-1, keepdim=True)
+
+    def _forward(self, tokens):
+        raise NotImplementedError
+
+    def step(self, tokens=None):
+        """Decodes one token per sequence, feeding `tokens` [batch, 1] if given (teacher forcing)
+        or else the greedy choice of the previous step; returns this step's logits [batch, vocab]
+        (float32)."""
+        fed = self.next_tokens if tokens is None else tokens.to(self.next_tokens.device)
+        logits = self._forward(fed)[:, -1].float()
+        self.next_tokens = logits.argmax(-1, keepdim=True)
+        return logits
+
+
+class _HfSession(_GreedySession):
+    """Decoding through a transformers cache: `static` (StaticCache of one capacity, CAPACITY
+    steps past the prompt unless `max_new_tokens` needs more, positions passed explicitly) or
+    `dynamic` (DynamicCache).
 
     Static is the default because torch.compile keeps one graph with it: a DynamicCache changes
     the cached tensors' shapes and strides every step, and on the H200 (2026-11-29, bench/
     RESULTS.md) dynamo hit its recompile limit and ran the rest eagerly. Both give the same
-    logits (within 2.4e-7 on the tiny configuration, fp32, torch 2.11)."""
+    logits (within 2.1e-7 on the tiny configuration, fp32, torch 2.11, the CPU)."""
 
     CAPACITY = 128  # decode steps a static cache holds by default
 
@@ -156,8 +178,7 @@ class _HfSession:
         else:
             raise ValueError(f"kv_cache {kv_cache!r}: use 'static' or 'dynamic'")
         self._static = kv_cache == "static"
-        self._position = 0
-        self.next_tokens = self._forward(prompt)[:, -1].argmax(-1, keepdim=True)
+        super().__init__(prompt)
 
     def _forward(self, tokens):
         kwargs = {}
@@ -172,17 +193,8 @@ class _HfSession:
         self._position += tokens.shape[1]
         return out.logits
 
-    def step(self, tokens=None):
-        """Decodes one token per sequence, feeding `tokens` [batch, 1] if given (teacher forcing)
-        or else the greedy choice of the previous step; returns this step's logits [batch, vocab]
-        (float32)."""
-        fed = self.next_tokens if tokens is None else tokens.to(self.next_tokens.device)
-        logits = self._forward(fed)[:, -1].float()
-        self.next_tokens = logits.argmax(-1, keepdim=True)
-        return logits
 
-
-class _InRepoSession:
+class _InRepoSession(_GreedySession):
     """Decoding through a preallocated KV cache."""
 
     def __init__(self, model, config, prompt, max_new_tokens):
@@ -192,22 +204,12 @@ class _InRepoSession:
         length = prompt.shape[1] + max_new_tokens + 1
         self._cache = KvCache(config, batch, length, prompt.device,
                               next(inner.parameters()).dtype)
-        self._position = 0
-        self.next_tokens = self._forward(prompt)[:, -1].argmax(-1, keepdim=True)
+        super().__init__(prompt)
 
     def _forward(self, tokens):
         with torch.no_grad():
             logits = self._model(tokens, self._cache, self._position)
         self._position += tokens.shape[1]
-        return logits
-
-    def step(self, tokens=None):
-        """Decodes one token per sequence, feeding `tokens` [batch, 1] if given (teacher forcing)
-        or else the greedy choice of the previous step; returns this step's logits [batch, vocab]
-        (float32)."""
-        fed = self.next_tokens if tokens is None else tokens.to(self.next_tokens.device)
-        logits = self._forward(fed)[:, -1].float()
-        self.next_tokens = logits.argmax(-1, keepdim=True)
         return logits
 
 

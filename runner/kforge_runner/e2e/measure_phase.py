@@ -31,14 +31,9 @@ from typing import Any, Callable, Dict, List
 import torch
 
 from kforge_runner import environment
-from kforge_runner.e2e import model_file, torch_op
+from kforge_runner.e2e import decode_timing, model_file, torch_op
 
 TOLERANCES = {"strict": 1e-4, "tf32": 1e-3, "mixed": 1e-2}
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _compile_support() -> str:
@@ -124,24 +119,17 @@ def _time_steps(mf, model, batch, device, warmup, timed) -> List[float]:
     session = mf.new_session(model, batch, device, warmup + timed)
     for _ in range(warmup):
         session.step()
-    samples = []
-    for _ in range(timed):
-        _sync(device)
-        start = time.perf_counter()
-        session.step()
-        _sync(device)
-        samples.append(time.perf_counter() - start)
-    return samples
+    return decode_timing.timed_steps(session, timed, device)
 
 
 def _time_call(call: Callable[[], Any], device, repeats: int) -> List[float]:
     call()  # warm-up
     samples = []
     for _ in range(repeats):
-        _sync(device)
+        decode_timing.sync(device)
         start = time.perf_counter()
         call()
-        _sync(device)
+        decode_timing.sync(device)
         samples.append(time.perf_counter() - start)
     return samples
 
@@ -152,11 +140,11 @@ def _time_back_to_back(call: Callable[[], Any], device, repeats: int) -> float:
     counts whenever the host is slower than the device, as in a launch-bound decode step.
     `_time_call` synchronises around every call and so shows the device side."""
     call()
-    _sync(device)
+    decode_timing.sync(device)
     start = time.perf_counter()
     for _ in range(repeats):
         call()
-    _sync(device)
+    decode_timing.sync(device)
     return (time.perf_counter() - start) / repeats
 
 

@@ -22,14 +22,9 @@ from typing import Any, Dict, List, Tuple
 import torch
 
 from kforge_runner import environment
-from kforge_runner.e2e import model_file, task_writer
+from kforge_runner.e2e import decode_timing, model_file, task_writer
 
 _TOP_OPERATORS = 15
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def _describe_value(value: Any) -> Dict[str, Any]:
@@ -80,11 +75,11 @@ class _Recorder:
         def forward(*args, **kwargs):
             if self.batch < 0:  # warm-up
                 return original(*args, **kwargs)
-            _sync(self.device)
+            decode_timing.sync(self.device)
             start = time.perf_counter()
             with torch.profiler.record_function(f"kforge.site::{name}"):
                 out = original(*args, **kwargs)
-            _sync(self.device)
+            decode_timing.sync(self.device)
             elapsed = time.perf_counter() - start
             per_batch = self.seconds.setdefault(name, {})
             per_batch[self.batch] = per_batch.get(self.batch, 0.0) + elapsed
@@ -200,14 +195,8 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
         for _ in range(warmup):
             session.step()
         recorder.batch = batch
-        times = []
         with torch.profiler.profile(activities=activities) as prof:
-            for _ in range(steps):
-                _sync(device)
-                start = time.perf_counter()
-                session.step()
-                _sync(device)
-                times.append(time.perf_counter() - start)
+            times = decode_timing.timed_steps(session, steps, device)
         step_seconds[batch] = statistics.median(times)
         for seconds in recorder.seconds.values():
             if batch in seconds:

@@ -129,7 +129,7 @@ def _init_line(name: str, t: torch.Tensor, kind: str) -> List[str]:
 def _draw_line(target: str, t: torch.Tensor) -> List[str]:
     if not t.is_floating_point():
         lo, hi = (int(t.min()), int(t.max())) if t.numel() else (0, 0)
-        return [f"with torch.no_grad():",
+        return ["with torch.no_grad():",
                 f"    {target}.copy_(torch.randint({lo}, {hi + 1}, {target}.shape))"]
     values = t.detach().float()
     mean = float(values.mean()) if values.numel() else 0.0

@@ -164,18 +164,19 @@ int RunE2eCommand(E2eArgs args) {
   setup.model_file = args.model_file;
   setup.config = args.config;
   setup.run_dir = run_dir;
-  setup.store = store->get();
-  setup.run_id = run_id;
-  setup.backend = backend.get();
-  setup.evaluator = &evaluator;
+  setup.synthesis.store = store->get();
+  setup.synthesis.run_id = run_id;
+  setup.synthesis.backend = backend.get();
+  setup.synthesis.evaluator = &evaluator;
   setup.eval_options = eval_options;
   setup.compiler = &compiler;
-  setup.generation_provider = providers->generation;
-  setup.analysis_provider = providers->analysis;
-  setup.budget = budget;
-  setup.options.iterations = args.iterations;
-  setup.options.samples = args.samples;
-  if (args.max_time_s > 0) setup.options.max_wall_time = std::chrono::seconds(args.max_time_s);
+  setup.synthesis.generation_provider = providers->generation;
+  setup.synthesis.analysis_provider = providers->analysis;
+  setup.synthesis.budget = budget;
+  setup.synthesis.options.iterations = args.iterations;
+  setup.synthesis.options.samples = args.samples;
+  if (args.max_time_s > 0)
+    setup.synthesis.options.max_wall_time = std::chrono::seconds(args.max_time_s);
   setup.profile_pass = !args.no_profile;
   setup.top = args.top;
   setup.sites = args.sites;
@@ -189,7 +190,7 @@ int RunE2eCommand(E2eArgs args) {
       fmt::print("· {}\n", line);
       std::fflush(stdout);
     };
-    setup.on_progress = [](const synth::ProgressEvent& e) {
+    setup.synthesis.on_progress = [](const synth::ProgressEvent& e) {
       fmt::print("    iteration {} · {:<12} · {:<16} · best: {}{}\n", e.iteration + 1, e.pass,
                  e.status, e.best, e.reused ? " · (answer from the store)" : "");
       std::fflush(stdout);

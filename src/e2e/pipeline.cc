@@ -25,10 +25,10 @@ void Step(const E2eSetup& setup, const std::string& line) {
 // Step 1: the workload profiled, sites ranked, tasks written.
 Result<Profile> ProfileStep(const E2eSetup& setup) {
   Step(setup, fmt::format("profiling {} (configuration {}) on {}", setup.model_file.string(),
-                          setup.config, setup.backend->RunnerDevice()));
+                          setup.config, setup.synthesis.backend->RunnerDevice()));
   return ProfileModel({.model_file = setup.model_file,
                        .config = setup.config,
-                       .device = setup.backend->RunnerDevice(),
+                       .device = setup.synthesis.backend->RunnerDevice(),
                        .seed = setup.seed,
                        .top = setup.top,
                        .sites = setup.sites,
@@ -46,23 +46,14 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
   if (!task) return std::unexpected(task.error());
   task->policy = policy;
   Step(setup, fmt::format("synthesizing {} ({})", site.name, site.task_file.string()));
-  synth::SynthesisSetup s;
-  s.store = setup.store;
-  s.run_id = setup.run_id;
+  synth::SynthesisSetup s = setup.synthesis;
   s.task = *task;
-  s.backend = setup.backend;
-  s.evaluator = setup.evaluator;
-  s.generation_provider = setup.generation_provider;
-  s.analysis_provider = setup.analysis_provider;
-  s.budget = setup.budget;
-  s.options = setup.options;
-  s.on_progress = setup.on_progress;
   s.stream_prefix = site.name + "/";
   s.best_dir = setup.phase.dir / "best" / site.name;
   if (setup.profile_pass) {
-    s.profile_summary =
-        profile::MakeSummaryProfiler(*setup.compiler, setup.eval_options, s.task, *setup.backend,
-                                     setup.phase.dir / "profiles" / site.name);
+    s.profile_summary = profile::MakeSummaryProfiler(*setup.compiler, setup.eval_options, s.task,
+                                                     *setup.synthesis.backend,
+                                                     setup.phase.dir / "profiles" / site.name);
   }
   auto result = synth::Synthesizer(std::move(s)).Run();
   if (!result) return std::unexpected(result.error());
@@ -79,15 +70,15 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
 
 // Step 3: the winner built into e2e/kernels/<site>.<so>, where its ABI allows integration.
 void BuildStep(const E2eSetup& setup, SiteOutcome& site) {
-  const CandidateFormat& format = CandidateFormatOf(setup.backend->target().model);
+  const CandidateFormat& format = CandidateFormatOf(setup.synthesis.backend->target().model);
   if (format.kind != CandidateKind::kNative) {
     site.not_integrated = fmt::format(
         "{} kernels are Python modules (ModelNew); kforge e2e integrates native C-ABI kernels "
         "only so far",
-        setup.backend->target().ToString());
+        setup.synthesis.backend->target().ToString());
     return;
   }
-  auto built = setup.compiler->Compile(*setup.backend, site.best);
+  auto built = setup.compiler->Compile(*setup.synthesis.backend, site.best);
   if (!built || !built->ok) {
     site.not_integrated =
         built ? "the kernel did not compile again: " + built->diagnostics : built.error().message;
@@ -121,8 +112,8 @@ Status WriteSites(const E2eSetup& setup, const Profile& profile,
     }
   }
   const json doc = {{"e2e_sites_version", 1},
-                    {"run_id", setup.run_id},
-                    {"target", setup.backend->target().ToString()},
+                    {"run_id", setup.synthesis.run_id},
+                    {"target", setup.synthesis.backend->target().ToString()},
                     {"model_file", setup.model_file.string()},
                     {"config", setup.config},
                     {"seed", setup.seed},
@@ -146,8 +137,9 @@ bool E2eOutcome::Matches() const {
 }
 
 Result<E2eOutcome> RunE2e(E2eSetup setup) {
-  if (setup.store == nullptr || setup.backend == nullptr || setup.evaluator == nullptr ||
-      setup.compiler == nullptr || !setup.generation_provider) {
+  if (setup.synthesis.store == nullptr || setup.synthesis.backend == nullptr ||
+      setup.synthesis.evaluator == nullptr || setup.compiler == nullptr ||
+      !setup.synthesis.generation_provider) {
     return Internal("RunE2e: store, backend, evaluator, compiler and provider are required");
   }
   if (setup.phase.dir.empty()) setup.phase.dir = setup.run_dir / "e2e";
@@ -176,9 +168,10 @@ Result<E2eOutcome> RunE2e(E2eSetup setup) {
   MeasureRequest request;
   request.model_file = setup.model_file;
   request.config = setup.config;
-  request.device = setup.backend->RunnerDevice();
+  request.device = setup.synthesis.backend->RunnerDevice();
   request.seed = setup.seed;
-  request.op_namespace = "kforge_" + setup.run_id.substr(setup.run_id.size() - 4);
+  request.op_namespace =
+      "kforge_" + setup.synthesis.run_id.substr(setup.synthesis.run_id.size() - 4);
   request.warmup_steps = setup.warmup_steps;
   request.timed_steps = setup.timed_steps;
   request.kernel_repeats = setup.kernel_repeats;
@@ -223,11 +216,11 @@ std::string OutcomeJson(const E2eOutcome& outcome, const E2eSetup& setup) {
   }
   const json doc = {
       {"e2e_result_version", 1},
-      {"run_id", setup.run_id},
+      {"run_id", setup.synthesis.run_id},
       {"run_dir", setup.run_dir.string()},
       {"model_file", setup.model_file.string()},
       {"config", setup.config},
-      {"target", setup.backend->target().ToString()},
+      {"target", setup.synthesis.backend->target().ToString()},
       {"implementation", outcome.profile.implementation},
       {"profile", json::parse(outcome.profile.json)},
       {"syntheses", sites},

@@ -29,6 +29,7 @@
 #include "kforge/store/run_store.h"
 #include "kforge/synth/progress.h"
 #include "kforge/synth/synthesis_options.h"
+#include "kforge/synth/synthesizer.h"
 #include "kforge/target/backend.h"
 
 namespace kforge::e2e {
@@ -37,16 +38,13 @@ struct E2eSetup {
   std::filesystem::path model_file;  // absolute
   std::string config;                // a name of the model file's CONFIGS
   std::filesystem::path run_dir;     // absolute; holds run.sqlite
-  store::RunStore* store = nullptr;  // required; the run row `run_id` must exist
-  std::string run_id;
-  const Backend* backend = nullptr;    // required
-  Evaluator* evaluator = nullptr;      // required
+  // What every site's synthesis shares: store (its run row `run_id` must exist), run_id,
+  // backend, evaluator and generation provider (all required), analysis provider, budget,
+  // options (per site), on_progress. The pipeline sets each site's task, stream prefix, best
+  // folder and profile pass.
+  synth::SynthesisSetup synthesis;
   EvalOptions eval_options;            // the evaluator's (the profile pass uses them too)
   CompileService* compiler = nullptr;  // required (native kernels are built with it)
-  std::shared_ptr<llm::Provider> generation_provider;  // required
-  std::shared_ptr<llm::Provider> analysis_provider;    // null: the generation provider
-  std::shared_ptr<llm::Budget> budget;
-  synth::SynthesisOptions options;  // per site
   bool profile_pass = true;  // the profile pass before each analysis, where the target has one
   int top = 3;               // sites by time ...
   std::vector<std::string> sites;  // ... unless named
@@ -55,7 +53,6 @@ struct E2eSetup {
   int timed_steps = 20;
   int kernel_repeats = 50;
   PhaseRun phase;                                   // phase.dir is set from run_dir when empty
-  synth::ProgressCallback on_progress;              // optional; per synthesis step
   std::function<void(const std::string&)> on_step;  // optional; one line per pipeline step
 };
 

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -376,13 +378,26 @@ TEST_F(SynthesizerTest, TranslationPutsTheReferenceImplementationInThePrompt) {
   EXPECT_NE(provider->prompts()[0].find(Fixture("honest.cl.py").substr(0, 60)), std::string::npos);
 }
 
+// Runs `synthesis` in a forked child (the run that gets killed) and returns the child's wait
+// status; nullopt when it could not be forked or waited for. The child exits 77 when cpu/cpp is
+// not usable here.
+std::optional<int> StatusOfARunInAChild(const std::function<void()>& synthesis) {
+  const pid_t child = fork();
+  if (child < 0) return std::nullopt;
+  if (child == 0) {
+    synthesis();
+    _exit(0);  // not reached when the synthesis is killed
+  }
+  int wstatus = 0;
+  if (waitpid(child, &wstatus, 0) != child) return std::nullopt;
+  return wstatus;
+}
+
 // kill -9 after the first evaluation, then resume: no finished LLM call and no finished evaluation
 // is repeated, counted through the provider.
 TEST(SynthesizerResumeTest, KillAfterFirstEvaluationThenResumeRepeatsNoCall) {
   store::ScratchDir dir;
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const auto status = StatusOfARunInAChild([&dir] {
     Harness harness(dir.path());
     if (!harness.Unusable().empty()) _exit(77);
     auto provider = std::make_shared<ListProvider>(
@@ -394,10 +409,9 @@ TEST(SynthesizerResumeTest, KillAfterFirstEvaluationThenResumeRepeatsNoCall) {
     SynthesisSetup setup = harness.Setup(provider);
     setup.options.iterations = 2;
     (void)Synthesizer(std::move(setup)).Run();
-    _exit(0);  // not reached
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  });
+  ASSERT_TRUE(status) << "fork or waitpid failed";
+  const int wstatus = *status;
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 77)
     GTEST_SKIP() << "cpu/cpp is not usable here";
   ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << "status " << wstatus;
@@ -440,9 +454,7 @@ TEST(SynthesizerResumeTest, KillAfterFirstEvaluationThenResumeRepeatsNoCall) {
 // is made again.
 TEST(SynthesizerResumeTest, KillInAnOptimizationPassThenResumeRepeatsNoAnalysisCall) {
   store::ScratchDir dir;
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const auto status = StatusOfARunInAChild([&dir] {
     Harness harness(dir.path(), /*time=*/true);
     if (!harness.Unusable().empty()) _exit(77);
     auto generation = std::make_shared<ListProvider>(
@@ -456,10 +468,9 @@ TEST(SynthesizerResumeTest, KillInAnOptimizationPassThenResumeRepeatsNoAnalysisC
     setup.analysis_provider = analysis;
     setup.options.iterations = 2;
     (void)Synthesizer(std::move(setup)).Run();
-    _exit(0);  // not reached
-  }
-  int wstatus = 0;
-  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  });
+  ASSERT_TRUE(status) << "fork or waitpid failed";
+  const int wstatus = *status;
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 77)
     GTEST_SKIP() << "cpu/cpp is not usable here";
   ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << "status " << wstatus;

@@ -9,6 +9,7 @@
 #include "kforge/llm/cassette.h"
 #include "kforge/llm/provider_factory.h"
 #include "kforge/llm/registry.h"
+#include "kforge/prompt/measured_text.h"
 
 namespace kforge {
 
@@ -31,7 +32,6 @@ std::string Absolute(const std::string& path) {
   return fs::absolute(path, ec).lexically_normal().string();
 }
 
-
 // The providers of the run: replayed from a cassette, or built from the model registry (and
 // recorded into a cassette with --record); every one charges the run's budget.
 Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
@@ -39,9 +39,13 @@ Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
   const std::string analysis_id = args.analysis_model.empty() ? args.model : args.analysis_model;
   Providers out;
   if (!args.replay.empty()) {
-    auto cassette = llm::Cassette::Load(args.replay, args.replay_match == "numbers"
-                                                         ? llm::ReplayMatch::kNumbersMayDiffer
-                                                         : llm::ReplayMatch::kExact);
+    // With "numbers", the prompts' measured parts (timings, profiles, device facts) may differ
+    // too: a replay on another machine measures differently.
+    auto cassette =
+        llm::Cassette::Load(args.replay,
+                            args.replay_match == "numbers" ? llm::ReplayMatch::kNumbersMayDiffer
+                                                           : llm::ReplayMatch::kExact,
+                            MaskMeasuredText);
     if (!cassette) return std::unexpected(cassette.error());
     out.generation = llm::NewBudgetedProvider(
         std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);

@@ -58,9 +58,9 @@ void AddModelSourceOptions(CLI::App* cmd, CommandArgs* args) {
                   "Answer every LLM call from this cassette instead of calling a model")
       ->check(CLI::ExistingFile);
   cmd->add_option("--replay-match", args->replay_match,
-                  "exact: a replayed prompt must equal the recorded one; numbers: numbers (and "
-                  "the folders of paths) in the prompts may differ (measured timings and errors "
-                  "differ between machines)")
+                  "exact: a replayed prompt must equal the recorded one; numbers: numbers, the "
+                  "folders of paths and the measured parts of the prompts (timings, profile "
+                  "summaries, device facts) may differ, as they do between machines")
       ->default_val("exact")
       ->check(CLI::IsMember({"exact", "numbers"}));
   cmd->add_flag("--inbox-wait", args->inbox_wait,

@@ -205,28 +205,34 @@ std::string MaskPaths(const std::string& text) {
   return out;
 }
 
-// Masks the numbers in the text of a canonical request's messages (not in its options, such as
-// the temperature, which must still match exactly).
-void MaskMessageNumbers(json& node) {
+// Masks what a replay on another machine may change in the text of a canonical request's
+// messages (not in its options, such as the temperature, which must still match exactly): the
+// caller's measured text first (whole measured sections, words included), then paths, how a
+// timing stopped, and numbers.
+void MaskMessageText(json& node, const MeasuredTextMask& measured) {
   if (node.is_string()) {
-    node = MaskNumbers(MaskMeasurementWords(MaskPaths(node.get<std::string>())));
+    std::string text = node.get<std::string>();
+    if (measured) text = measured(text);
+    node = MaskNumbers(MaskMeasurementWords(MaskPaths(text)));
   } else if (node.is_structured()) {
-    for (auto& child : node) MaskMessageNumbers(child);
+    for (auto& child : node) MaskMessageText(child, measured);
   }
 }
 
-std::string ShapeFingerprint(const std::string& canonical_request) {
+// The canonical request as kNumbersMayDiffer compares it.
+std::string ShapeCanonical(const std::string& canonical_request, const MeasuredTextMask& measured) {
   json request = json::parse(canonical_request, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded()) return ContentHash(canonical_request);
-  if (request.contains("messages")) MaskMessageNumbers(request["messages"]);
-  return ContentHash(request.dump());
+  if (request.is_discarded()) return canonical_request;
+  if (request.contains("messages")) MaskMessageText(request["messages"], measured);
+  return request.dump();
 }
 
 struct Entry {
   int index = 0;
   int line = 0;
   std::string fingerprint;
-  std::string shape_fingerprint;  // ShapeFingerprint(canonical_request)
+  std::string shape_canonical;    // ShapeCanonical(canonical_request), with kNumbersMayDiffer
+  std::string shape_fingerprint;  // its hash
   std::string model_id;
   std::string canonical_request;
   Response response;
@@ -235,8 +241,18 @@ struct Entry {
 
 class LoadedCassette : public Cassette {
  public:
-  LoadedCassette(std::string path, std::vector<Entry> entries, ReplayMatch match)
-      : path_(std::move(path)), match_(match), entries_(std::move(entries)) {}
+  LoadedCassette(std::string path, std::vector<Entry> entries, ReplayMatch match,
+                 MeasuredTextMask measured)
+      : path_(std::move(path)),
+        match_(match),
+        measured_(std::move(measured)),
+        entries_(std::move(entries)) {
+    if (match_ != ReplayMatch::kNumbersMayDiffer) return;
+    for (auto& entry : entries_) {
+      entry.shape_canonical = ShapeCanonical(entry.canonical_request, measured_);
+      entry.shape_fingerprint = ContentHash(entry.shape_canonical);
+    }
+  }
 
   Result<Response> Serve(const std::string& model_id, const Request& request) override {
     const std::string canonical = CanonicalRequestJson(request, model_id);
@@ -257,17 +273,18 @@ class LoadedCassette : public Cassette {
     }
     // No exact match: when allowed, the first unserved entry with the same shape, i.e. the same
     // request but for numbers in its messages (a replay on another machine measures differently).
-    const std::string shape_fingerprint =
-        match_ == ReplayMatch::kNumbersMayDiffer ? ShapeFingerprint(canonical) : std::string();
+    const bool by_shape = match_ == ReplayMatch::kNumbersMayDiffer;
+    const std::string shape_canonical = by_shape ? ShapeCanonical(canonical, measured_) : "";
+    const std::string shape_fingerprint = by_shape ? ContentHash(shape_canonical) : "";
     for (auto& entry : entries_) {
-      if (match_ != ReplayMatch::kNumbersMayDiffer) break;
+      if (!by_shape) break;
       if (entry.model_id != model_id || entry.served) continue;
       if (entry.shape_fingerprint == shape_fingerprint) {
         entry.served = true;
         ++served_by_shape_;
         spdlog::info(
             "replayed request {} to model '{}' from cassette entry #{} by its shape: only "
-            "numbers differ from the recording",
+            "numbers and measured text differ from the recording",
             call, model_id, entry.index);
         return entry.response;
       }
@@ -278,11 +295,15 @@ class LoadedCassette : public Cassette {
           "requests for this model, all already served",
           call, model_id, path_, recorded_for_model));
     }
+    // With kNumbersMayDiffer the first exact difference is usually a number, which is allowed
+    // to differ: the masked texts show the difference that made the match fail.
     return NotFound(fmt::format(
         "replay diverged at request {} to model '{}': no recorded request matches it; the first "
-        "unserved recorded request is #{} (line {} of {}), and {}",
+        "unserved recorded request is #{} (line {} of {}), and {}{}",
         call, model_id, first_unserved->index, first_unserved->line, path_,
-        DescribeCanonicalDifference(first_unserved->canonical_request, canonical)));
+        by_shape ? DescribeCanonicalDifference(first_unserved->shape_canonical, shape_canonical)
+                 : DescribeCanonicalDifference(first_unserved->canonical_request, canonical),
+        by_shape ? " (compared with numbers, paths and measured text masked as '#')" : ""));
   }
 
   int ServedByShape() const override {
@@ -300,6 +321,7 @@ class LoadedCassette : public Cassette {
  private:
   const std::string path_;
   const ReplayMatch match_;
+  const MeasuredTextMask measured_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;        // served flags guarded by mu_
   std::map<std::string, int> calls_;  // guarded by mu_: calls so far per model id
@@ -332,7 +354,6 @@ Result<Entry> ParseEntry(const json& j, const std::string& where) {
     entry.fingerprint = j.at("fingerprint").get<std::string>();
     entry.model_id = j.at("model_id").get<std::string>();
     entry.canonical_request = j.at("request").dump();
-    entry.shape_fingerprint = ShapeFingerprint(entry.canonical_request);
     const json& r = j.at("response");
     auto text = GetBytes(r, "text");
     auto raw = GetBytes(r, "raw_body");
@@ -381,7 +402,7 @@ std::unique_ptr<Provider> NewRecordingProvider(std::shared_ptr<Provider> inner,
 }
 
 Result<std::shared_ptr<Cassette>> Cassette::Load(const std::filesystem::path& path,
-                                                 ReplayMatch match) {
+                                                 ReplayMatch match, MeasuredTextMask measured) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(fmt::format("cannot open cassette {}", path.string()));
   std::vector<Entry> entries;
@@ -415,7 +436,8 @@ Result<std::shared_ptr<Cassette>> Cassette::Load(const std::filesystem::path& pa
     entries.push_back(std::move(*entry));
   }
   if (!header_seen) return ParseError(fmt::format("{}: empty cassette", path.string()));
-  return std::make_shared<LoadedCassette>(path.string(), std::move(entries), match);
+  return std::make_shared<LoadedCassette>(path.string(), std::move(entries), match,
+                                          std::move(measured));
 }
 
 std::unique_ptr<Provider> NewReplayProvider(std::shared_ptr<Cassette> cassette,

@@ -296,5 +296,60 @@ TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
   EXPECT_EQ((*loaded)->Unserved(), 0);
 }
 
+// A replay on another machine measures differently, in words as well as numbers (a profile
+// there may call the kernel launch-bound): the loader's mask blanks the measured text, and a
+// divergence that remains is reported on the masked texts, where the real difference shows.
+TEST(CassetteTest, MeasuredTextMayDifferInWordsWhenTheLoaderMasksIt) {
+  TempDir dir;
+  const auto path = dir.path() / "c.jsonl";
+  auto inner = std::make_shared<ScriptedProvider>(
+      [](const Request& r, const CallOptions&) -> Result<Response> {
+        Response response;
+        response.text = "re: " + r.messages.back().Text();
+        response.raw_body = response.text;
+        return response;
+      },
+      "gen");
+  {
+    auto writer = CassetteWriter::Create(path);
+    ASSERT_TRUE(writer.has_value());
+    auto recorder = NewRecordingProvider(inner, *writer);
+    ASSERT_TRUE(
+        recorder->Complete(Conversation("kernel A\nMEASURED bottleneck: unknown"), {}).has_value());
+    ASSERT_TRUE(
+        recorder->Complete(Conversation("kernel B\nMEASURED bottleneck: unknown"), {}).has_value());
+  }
+  // Blanks everything after the "MEASURED" marker (the prompt layer's own mask does this for
+  // the sections of its templates).
+  const MeasuredTextMask mask = [](std::string_view text) {
+    const std::size_t at = text.find("MEASURED");
+    return std::string(at == std::string_view::npos ? text : text.substr(0, at)) + "#";
+  };
+  const Request launch_bound = Conversation("kernel A\nMEASURED bottleneck: launch-bound");
+
+  // Without the mask the words differ, even when numbers may.
+  auto numbers_only = Cassette::Load(path, ReplayMatch::kNumbersMayDiffer);
+  ASSERT_TRUE(numbers_only.has_value());
+  EXPECT_FALSE(NewReplayProvider(*numbers_only, "gen")->Complete(launch_bound, {}).has_value());
+  // The mask is for kNumbersMayDiffer only: an exact replay ignores it.
+  auto exact = Cassette::Load(path, ReplayMatch::kExact, mask);
+  ASSERT_TRUE(exact.has_value());
+  EXPECT_FALSE(NewReplayProvider(*exact, "gen")->Complete(launch_bound, {}).has_value());
+
+  auto masked = Cassette::Load(path, ReplayMatch::kNumbersMayDiffer, mask);
+  ASSERT_TRUE(masked.has_value());
+  auto replay = NewReplayProvider(*masked, "gen");
+  auto first = replay->Complete(launch_bound, {});
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  EXPECT_EQ(first->text, "re: kernel A\nMEASURED bottleneck: unknown");  // recorded
+  // What is not measured still matters, and the error shows it rather than a number.
+  auto other = replay->Complete(Conversation("kernel C\nMEASURED bottleneck: unknown 1.5 ms"), {});
+  ASSERT_FALSE(other.has_value());
+  EXPECT_NE(other.error().message.find("kernel B"), std::string::npos) << other.error().message;
+  EXPECT_NE(other.error().message.find("measured text masked"), std::string::npos)
+      << other.error().message;
+  EXPECT_EQ(other.error().message.find("1.5"), std::string::npos) << other.error().message;
+}
+
 }  // namespace
 }  // namespace kforge::llm

@@ -8,8 +8,10 @@
 #define KFORGE_LLM_CASSETTE_H_
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "kforge/core/error.h"
 #include "kforge/llm/provider.h"
@@ -37,27 +39,34 @@ std::unique_ptr<Provider> NewRecordingProvider(std::shared_ptr<Provider> inner,
 
 // How a replayed request must match a recorded one.
 enum class ReplayMatch {
-  kExact,             // byte-identical canonical request (the default)
+  kExact,  // byte-identical canonical request (the default)
   // After an exact-match attempt, what differs between machines may differ inside the messages:
-  // numbers (with their duration units), how a timing stopped, and absolute paths (the last
-  // component must match).
+  // numbers (with their duration units), how a timing stopped, absolute paths (the last
+  // component must match), and whatever the loader's MeasuredTextMask blanks.
   kNumbersMayDiffer,
 };
+
+// Blanks the machine-measured parts of one message text (the prompt layer knows which parts
+// those are: kforge::MaskMeasuredText). Used only with ReplayMatch::kNumbersMayDiffer.
+using MeasuredTextMask = std::function<std::string(std::string_view)>;
 
 // A loaded cassette, shared by the replay providers of one run. Thread-safe.
 class Cassette {
  public:
   // Errors name the file and line: unreadable file, bad JSON, missing field, unknown version.
   static Result<std::shared_ptr<Cassette>> Load(const std::filesystem::path& path,
-                                                ReplayMatch match = ReplayMatch::kExact);
+                                                ReplayMatch match = ReplayMatch::kExact,
+                                                MeasuredTextMask measured = {});
   virtual ~Cassette() = default;
   // The recorded answer to `request` for `model_id`. Identical requests are served in recorded
   // order. With kNumbersMayDiffer and no exact match, the first unserved request of that model
-  // that differs only in numbers inside its messages is served: prompts carry measured timings
-  // and errors, which differ on every machine, while the conversation does not. Options
+  // that differs only in numbers (and measured text) inside its messages is served: prompts
+  // carry measured timings, profiles and errors, which differ on every machine, while the
+  // conversation does not. Options
   // (temperature, max tokens, ...) always match exactly. When nothing matches:
   // kNotFound "replay diverged at request N ..." naming the first
-  // unserved recorded request of that model and the first field that differs.
+  // unserved recorded request of that model and the first field that differs (with
+  // kNumbersMayDiffer, the first difference that remains after masking: the one that matters).
   virtual Result<Response> Serve(const std::string& model_id, const Request& request) = 0;
   // Number of requests served by shape (numbers differed from the recording).
   virtual int ServedByShape() const = 0;

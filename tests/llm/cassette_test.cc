@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -37,6 +39,25 @@ Request Conversation(const std::string& last) {
   r.temperature = 0.0;
   r.max_tokens = 256;
   return r;
+}
+
+// Records one Conversation(prompt) per prompt into a new cassette at `path`, each answered by
+// "re: " and the prompt.
+void RecordEchoes(const std::filesystem::path& path, std::initializer_list<const char*> prompts) {
+  auto echo = std::make_shared<ScriptedProvider>(
+      [](const Request& r, const CallOptions&) -> Result<Response> {
+        Response response;
+        response.text = "re: " + r.messages.back().Text();
+        response.raw_body = response.text;
+        return response;
+      },
+      "gen");
+  auto writer = CassetteWriter::Create(path);
+  ASSERT_TRUE(writer.has_value());
+  auto recorder = NewRecordingProvider(echo, *writer);
+  for (const char* prompt : prompts) {
+    ASSERT_TRUE(recorder->Complete(Conversation(prompt), {}).has_value()) << prompt;
+  }
 }
 
 TEST(CassetteTest, RecordedFromALocalServerReplaysIdentically) {
@@ -109,22 +130,7 @@ TEST(CassetteTest, RecordedFromALocalServerReplaysIdentically) {
 TEST(CassetteTest, DivergingRunNamesTheFirstDifferingRequest) {
   TempDir dir;
   const auto path = dir.path() / "c.jsonl";
-  auto inner = std::make_shared<ScriptedProvider>(
-      [](const Request& r, const CallOptions&) -> Result<Response> {
-        Response response;
-        response.text = "re: " + r.messages.back().Text();
-        response.raw_body = response.text;
-        return response;
-      },
-      "gen");
-  {
-    auto writer = CassetteWriter::Create(path);
-    ASSERT_TRUE(writer.has_value());
-    auto recorder = NewRecordingProvider(inner, *writer);
-    for (const char* p : {"step one", "step two: use tiles of 32", "step three"}) {
-      ASSERT_TRUE(recorder->Complete(Conversation(p), {}).has_value());
-    }
-  }
+  RecordEchoes(path, {"step one", "step two: use tiles of 32", "step three"});
   auto cassette = Cassette::Load(path);
   ASSERT_TRUE(cassette.has_value());
   auto replay = NewReplayProvider(*cassette, "gen");
@@ -252,23 +258,8 @@ TEST(FingerprintTest, IsStableAndSensitiveToEveryField) {
 TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
   TempDir dir;
   const auto path = dir.path() / "c.jsonl";
-  auto inner = std::make_shared<ScriptedProvider>(
-      [](const Request& r, const CallOptions&) -> Result<Response> {
-        Response response;
-        response.text = "re: " + r.messages.back().Text();
-        response.raw_body = response.text;
-        return response;
-      },
-      "gen");
-  {
-    auto writer = CassetteWriter::Create(path);
-    ASSERT_TRUE(writer.has_value());
-    auto recorder = NewRecordingProvider(inner, *writer);
-    for (const char* p : {"write /work/main/examples/task.py",
-                          "it took 1.25e-3 s, 3x faster, stopped by noise", "it took 1.02 ms"}) {
-      ASSERT_TRUE(recorder->Complete(Conversation(p), {}).has_value());
-    }
-  }
+  RecordEchoes(path, {"write /work/main/examples/task.py",
+                      "it took 1.25e-3 s, 3x faster, stopped by noise", "it took 1.02 ms"});
   // By default numbers must match.
   auto exact = Cassette::Load(path);
   ASSERT_TRUE(exact.has_value());
@@ -302,23 +293,8 @@ TEST(CassetteTest, ReplayMayToleratePromptNumbersWhenAsked) {
 TEST(CassetteTest, MeasuredTextMayDifferInWordsWhenTheLoaderMasksIt) {
   TempDir dir;
   const auto path = dir.path() / "c.jsonl";
-  auto inner = std::make_shared<ScriptedProvider>(
-      [](const Request& r, const CallOptions&) -> Result<Response> {
-        Response response;
-        response.text = "re: " + r.messages.back().Text();
-        response.raw_body = response.text;
-        return response;
-      },
-      "gen");
-  {
-    auto writer = CassetteWriter::Create(path);
-    ASSERT_TRUE(writer.has_value());
-    auto recorder = NewRecordingProvider(inner, *writer);
-    ASSERT_TRUE(
-        recorder->Complete(Conversation("kernel A\nMEASURED bottleneck: unknown"), {}).has_value());
-    ASSERT_TRUE(
-        recorder->Complete(Conversation("kernel B\nMEASURED bottleneck: unknown"), {}).has_value());
-  }
+  RecordEchoes(
+      path, {"kernel A\nMEASURED bottleneck: unknown", "kernel B\nMEASURED bottleneck: unknown"});
   // Blanks everything after the "MEASURED" marker (the prompt layer's own mask does this for
   // the sections of its templates).
   const MeasuredTextMask mask = [](std::string_view text) {

@@ -181,6 +181,37 @@ def test_patch_routes_matching_calls_to_the_kernel(norm_kernel):
     assert "forward" not in net.norm.__dict__
 
 
+@pytest.mark.skipif(not hasattr(torch, "compile"), reason="torch.compile arrived in torch 2.0")
+def test_a_compiled_patched_model_does_not_recompile_on_every_call(norm_kernel):
+    """The patched forward's bookkeeping must not become a dynamo guard: a counter mutated in the
+    traced code made every decode step recompile, and past the recompile limit the compiled
+    model ran eagerly (found with transformers' gpt-oss at batch 1, 2026-11-29)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    site = _site([{"name": "x", "kind": "tensor", "dtype": "float32"},
+                  {"name": "scale_it", "kind": "constant", "value": True}])
+    net = Net()
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        expected = net(x)
+        expected_unscaled = net(x, scale_it=False)
+        handle = torch_op.patch(net, [site], {"ScaledNorm": norm_kernel}, "kforge_test_compiled")
+        compiled = torch.compile(net)
+        compiled(x)                  # routed to the kernel through the operator
+        compiled(x, scale_it=False)  # left to the original forward
+        calls = handle.kernels["ScaledNorm"].calls
+        with torch._dynamo.config.patch(error_on_recompile=True):
+            for _ in range(4):
+                got = compiled(x)
+                got_unscaled = compiled(x, scale_it=False)
+    assert torch.allclose(got, expected, atol=1e-5)
+    assert torch.allclose(got_unscaled, expected_unscaled, atol=1e-6)
+    assert handle.kernels["ScaledNorm"].calls == calls + 4  # the kernel ran in every compiled call
+    assert handle.unrouted.get("ScaledNorm", 0) == 0        # counted in eager calls only
+    handle.undo()
+
+
 def test_patch_refuses_a_model_without_the_site(norm_kernel):
     site = _site([{"name": "x", "kind": "tensor", "dtype": "float32"}], params=("x",))
     site["instances"] = ["missing.norm"]

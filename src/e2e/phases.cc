@@ -159,25 +159,29 @@ Result<Measurement> MeasureModel(const MeasureRequest& request, const PhaseRun& 
     m.policy = r.value("policy", "");
     m.tolerance = r.at("tolerance").value("atol", 0.0);
     m.torch_version = r.value("torch", "");
+    if (auto limit = r.find("dynamo_recompile_limit");
+        limit != r.end() && limit->is_number_integer()) {
+      m.dynamo_recompile_limit = limit->get<int>();
+    }
     for (const char* name : {"eager", "compile", "eager+kforge", "compile+kforge"}) {
       const json& c = r.at("configurations").at(name);
       m.configurations.push_back(
           {.name = name, .available = c.value("available", false), .why = c.value("why", "")});
     }
     for (const auto& e : r.at("equivalence")) {
-      m.equivalence.push_back({.batch_size = e.at("batch_size").get<int>(),
-                               .configuration = e.at("configuration").get<std::string>(),
-                               .steps = e.value("steps", 0),
-                               .within_tolerance = e.value("within_tolerance", false),
-                               .same_greedy_tokens = e.value("same_greedy_tokens", false),
-                               .tokens_agree = e.value("tokens_agree",
-                                                       e.value("same_greedy_tokens", false)),
-                               .token_disagreements = e.value("token_disagreements", 0),
-                               .near_tie_disagreements = e.value("near_tie_disagreements", 0),
-                               .teacher_forced = e.value("teacher_forced", false),
-                               .max_abs_error = e.value("max_abs_error", 0.0),
-                               .max_rel_error = e.value("max_rel_error", 0.0),
-                               .worst_fraction_out = e.value("worst_fraction_out", 0.0)});
+      m.equivalence.push_back(
+          {.batch_size = e.at("batch_size").get<int>(),
+           .configuration = e.at("configuration").get<std::string>(),
+           .steps = e.value("steps", 0),
+           .within_tolerance = e.value("within_tolerance", false),
+           .same_greedy_tokens = e.value("same_greedy_tokens", false),
+           .tokens_agree = e.value("tokens_agree", e.value("same_greedy_tokens", false)),
+           .token_disagreements = e.value("token_disagreements", 0),
+           .near_tie_disagreements = e.value("near_tie_disagreements", 0),
+           .teacher_forced = e.value("teacher_forced", false),
+           .max_abs_error = e.value("max_abs_error", 0.0),
+           .max_rel_error = e.value("max_rel_error", 0.0),
+           .worst_fraction_out = e.value("worst_fraction_out", 0.0)});
     }
     for (const auto& t : r.at("timing")) {
       m.timing.push_back({.batch_size = t.at("batch_size").get<int>(),

@@ -46,9 +46,13 @@ void MeasurementSection(const Measurement& m, std::string& out) {
   out += fmt::format("\nConfigurations (torch {}):\n", m.torch_version);
   for (const Configuration& c : m.configurations) {
     out += fmt::format("  {:<16} {}\n", c.name,
-                       !c.available   ? "unavailable: " + c.why
+                       !c.available    ? "unavailable: " + c.why
                        : c.why.empty() ? std::string("measured")
                                        : "measured; " + c.why);
+  }
+  if (m.dynamo_recompile_limit) {
+    out += fmt::format("  torch.compile: dynamic shapes, dynamo recompile limit {}\n",
+                       *m.dynamo_recompile_limit);
   }
   out += fmt::format(
       "\nOutput equivalence against eager (logits within atol = rtol = {:g}; greedy tokens):\n",
@@ -56,15 +60,13 @@ void MeasurementSection(const Measurement& m, std::string& out) {
   for (const Equivalence& e : m.equivalence) {
     const std::string tokens =
         e.same_greedy_tokens ? "same tokens"
-        : e.tokens_agree
-            ? fmt::format("same tokens but {} near tie(s)", e.near_tie_disagreements)
-            : fmt::format("TOKENS DIFFER ({} token(s), {} of them near ties)",
-                          e.token_disagreements, e.near_tie_disagreements);
-    out += fmt::format("  batch {:>4}  {:<16} {} steps{}  {}  {}  max abs err {:.2e}\n",
-                       e.batch_size, e.configuration, e.steps,
-                       e.teacher_forced ? "" : " (free-running)",
-                       e.within_tolerance ? "logits match" : "LOGITS DIFFER", tokens,
-                       e.max_abs_error);
+        : e.tokens_agree ? fmt::format("same tokens but {} near tie(s)", e.near_tie_disagreements)
+                         : fmt::format("TOKENS DIFFER ({} token(s), {} of them near ties)",
+                                       e.token_disagreements, e.near_tie_disagreements);
+    out +=
+        fmt::format("  batch {:>4}  {:<16} {} steps{}  {}  {}  max abs err {:.2e}\n", e.batch_size,
+                    e.configuration, e.steps, e.teacher_forced ? "" : " (free-running)",
+                    e.within_tolerance ? "logits match" : "LOGITS DIFFER", tokens, e.max_abs_error);
   }
   out += "\nDecode throughput (median step; tokens/s = batch / median):\n";
   std::map<int, std::map<std::string, const StepTiming*>> by_batch;
@@ -78,10 +80,10 @@ void MeasurementSection(const Measurement& m, std::string& out) {
       auto it = row.find(c.name);
       out += it == row.end()
                  ? fmt::format("  {:>22}", "-")
-                 : fmt::format("  {:>22}", fmt::format("{}{:.0f} tok/s {}",
-                                                       it->second->recompile_limit_hit ? "*" : "",
-                                                       it->second->tokens_per_s,
-                                                       FormatSeconds(it->second->median_s)));
+                 : fmt::format(
+                       "  {:>22}",
+                       fmt::format("{}{:.0f} tok/s {}", it->second->recompile_limit_hit ? "*" : "",
+                                   it->second->tokens_per_s, FormatSeconds(it->second->median_s)));
     }
     auto eager = row.find("eager");
     auto patched = row.find("eager+kforge");
@@ -93,8 +95,9 @@ void MeasurementSection(const Measurement& m, std::string& out) {
   }
   for (const StepTiming& t : m.timing) {
     if (!t.recompile_limit_hit) continue;
-    out += "  * torch._dynamo hit its recompile limit: frames past it ran eagerly, so this "
-           "figure is partly eager\n";
+    out +=
+        "  * torch._dynamo hit its recompile limit: frames past it ran eagerly, so this "
+        "figure is partly eager\n";
     break;
   }
   out +=
@@ -105,17 +108,17 @@ void MeasurementSection(const Measurement& m, std::string& out) {
                        FormatSeconds(k.original_median_s), FormatSeconds(k.kforge_median_s),
                        k.speedup);
     if (k.original_back_to_back_s > 0 && k.kforge_back_to_back_s > 0) {
-      out += fmt::format("   back to back {} -> {}  {:.2f}x",
-                         FormatSeconds(k.original_back_to_back_s),
-                         FormatSeconds(k.kforge_back_to_back_s),
-                         k.original_back_to_back_s / k.kforge_back_to_back_s);
+      out +=
+          fmt::format("   back to back {} -> {}  {:.2f}x", FormatSeconds(k.original_back_to_back_s),
+                      FormatSeconds(k.kforge_back_to_back_s),
+                      k.original_back_to_back_s / k.kforge_back_to_back_s);
     }
     out += "\n";
   }
   for (const Coverage& c : m.coverage) {
     if (c.unrouted_calls > 0) {
       out += fmt::format(
-          "  {}: {} call(s) did not match the kernel's signature and ran the "
+          "  {}: {} eager call(s) did not match the kernel's signature and ran the "
           "original forward\n",
           c.site, c.unrouted_calls);
     }

@@ -116,7 +116,8 @@ struct KernelTiming {
 struct Coverage {
   std::string site;
   long kernel_calls = 0;
-  long unrouted_calls = 0;  // calls the kernel was not made for, left to the original forward
+  long unrouted_calls = 0;  // eager calls the kernel was not made for, left to the original
+                            // forward (not counted under torch.compile: runner's torch_op.py)
 };
 
 struct MeasureRequest {
@@ -137,6 +138,9 @@ struct Measurement {
   std::string policy;
   double tolerance = 0;  // atol = rtol
   std::string torch_version;
+  // torch._dynamo's per-code-object recompile limit the compiled configurations ran under;
+  // unset without torch.compile.
+  std::optional<int> dynamo_recompile_limit;
   std::vector<Configuration> configurations;
   std::vector<Equivalence> equivalence;
   std::vector<StepTiming> timing;

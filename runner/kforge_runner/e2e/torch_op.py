@@ -18,8 +18,9 @@ kforge_kernel.h): inputs are the site's tensor arguments then the module's state
 contiguous; outputs are allocated here with the shapes and dtypes the original module produces
 (found by running the original forward on meta tensors), and the kernel writes every element.
 
-Operators: torch 2.4+ `torch.library.custom_op` with `register_fake` (so torch.compile traces
-around the kernel); older torch (1.13) `torch.library.Library` with a Meta implementation.
+Operators: `torch.library.Library` definitions with a fake implementation (`register_fake` on
+torch 2.4+, so torch.compile traces around the kernel; a Meta implementation on older torch such
+as 1.13). Not `torch.library.custom_op`: its Python layers cost host time on every call.
 Patching: `patch()` sets an instance attribute `forward` on each module of a site; a call whose
 constant arguments or tensor dtypes differ from the site's runs the original forward and is
 counted in `Patch.unrouted` (reported, never hidden).
@@ -138,8 +139,10 @@ class _OutputShapes:
         return self._known[key]
 
 
-def _custom_op_api() -> bool:
-    return hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_fake")
+def _register_fake_api() -> bool:
+    """torch >= 2.4: torch.library.register_fake gives an operator the fake implementation that
+    torch.compile traces with."""
+    return hasattr(torch.library, "register_fake")
 
 
 class _Operator:
@@ -151,21 +154,21 @@ class _Operator:
         self._kernel = kernel
         self._shapes = shapes
         self._n_args = sum(1 for a in site["args"] if a["kind"] == "tensor")
-        qualified = f"{namespace}::{site['name']}"
-        if _custom_op_api():
-            op = torch.library.custom_op(qualified, self.run, mutates_args=(),
-                                         schema="(Tensor[] inputs) -> Tensor[]")
-            op.register_fake(self._fake)
-            self.call = op
+        # Defined and implemented through torch.library.Library, not torch.library.custom_op:
+        # custom_op's Python layers (its autograd wrapper among them) cost about 10 us more per
+        # call on the host, eager or compiled (bench/RESULTS.md), and a decode step is host-bound.
+        # The operator is for inference: it has no autograd formula.
+        library.define(f"{site['name']}(Tensor[] inputs) -> Tensor[]")
+        library.impl(site["name"], self.run, "CPU")
+        if torch.cuda.is_available():
+            library.impl(site["name"], self.run, "CUDA")
+        if _register_fake_api():
+            torch.library.register_fake(f"{namespace}::{site['name']}", self._fake, lib=library)
         else:
-            library.define(f"{site['name']}(Tensor[] inputs) -> Tensor[]")
-            library.impl(site["name"], self.run, "CPU")
-            if torch.cuda.is_available():
-                library.impl(site["name"], self.run, "CUDA")
             # Meta tensors dispatch to AutogradMeta first; it has no fallthrough in torch 1.13.
             library.impl(site["name"], self._fake, "Meta")
             library.impl(site["name"], self._fake, "AutogradMeta")
-            self.call = getattr(getattr(torch.ops, namespace), site["name"])
+        self.call = getattr(getattr(torch.ops, namespace), site["name"]).default
 
     def run(self, inputs):
         """The kernel on real tensors: contiguous inputs, outputs allocated with the original's
@@ -190,7 +193,7 @@ class Patch:
         self.kernels: Dict[str, NativeKernel] = {}
         self.unrouted: Dict[str, int] = {}
         self._restore: List[torch.nn.Module] = []
-        # torch < 2.4: the namespace's Library (it unregisters its operators when collected).
+        # The namespace's Library (it unregisters its operators when collected).
         self._library: Any = None
 
     def undo(self) -> None:
@@ -257,8 +260,7 @@ def patch(model: torch.nn.Module, sites: List[Dict[str, Any]], kernel_paths: Dic
     object) through its operator. Call it once the model is on its device and in its dtype; the
     kernels read the parameters as they are then. `namespace` must be new to this process."""
     result = Patch()
-    if not _custom_op_api():
-        result._library = torch.library.Library(namespace, "DEF")
+    result._library = torch.library.Library(namespace, "DEF")
     modules = dict(model.named_modules())
     for site in sites:
         if site["name"] not in kernel_paths:

@@ -21,15 +21,25 @@ using namespace file_modes;  // NOLINT(google-build-using-namespace): the modes 
 
 namespace fs = std::filesystem;
 
-
 // The runner's environment: an allow-list, so that API keys and the like never reach candidates.
 std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs::path& scratch) {
   std::vector<std::string> env;
-  static const char* kPassThrough[] = {"PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "CUDA_HOME",
-                                       "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                                       "HIP_VISIBLE_DEVICES", "ROCM_PATH", "OCL_ICD_VENDORS",
-                                       "OCL_ICD_FILENAMES", "POCL_DEVICES", "OMP_NUM_THREADS",
-                                       "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
+  static const char* kPassThrough[] = {"PATH",
+                                       "LD_LIBRARY_PATH",
+                                       "LANG",
+                                       "LC_ALL",
+                                       "CUDA_HOME",
+                                       "CUDA_PATH",
+                                       "CUDA_VISIBLE_DEVICES",
+                                       "NVIDIA_VISIBLE_DEVICES",
+                                       "HIP_VISIBLE_DEVICES",
+                                       "ROCM_PATH",
+                                       "OCL_ICD_VENDORS",
+                                       "OCL_ICD_FILENAMES",
+                                       "POCL_DEVICES",
+                                       "OMP_NUM_THREADS",
+                                       "NCCL_NVLS_ENABLE",
+                                       "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
   for (const char* name : kPassThrough) {
     if (const char* value = std::getenv(name)) env.push_back(fmt::format("{}={}", name, value));
   }
@@ -48,8 +58,10 @@ std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs:
       rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
       const fs::path icd = vendors / fmt::format("{:02}.icd", i);
       if (!library.empty() && WriteFile(icd, std::string(library) + "\n")) {
-        fs::permissions(icd, fs::perms::owner_read | fs::perms::owner_write |
-                                 fs::perms::group_read | fs::perms::others_read, ec);
+        fs::permissions(icd,
+                        fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::others_read,
+                        ec);
       }
     }
     env.push_back("OCL_ICD_VENDORS=" + vendors.string());
@@ -79,6 +91,11 @@ std::string FreshSeal() {
 }
 
 }  // namespace
+
+fs::path InterpreterHome(const fs::path& python) {
+  const fs::path dir = python.parent_path();
+  return dir.filename() == "bin" ? dir.parent_path() : dir;
+}
 
 std::vector<fs::path> ExtraRunnerPythonPath() {
   std::vector<fs::path> paths;
@@ -121,15 +138,21 @@ Result<fs::path> InstallRunner(const fs::path& work_root) {
   std::error_code ec;
   fs::create_directories(tmp, ec);
   fs::copy(source, tmp / "kforge_runner", fs::copy_options::recursive, ec);
-  if (ec) return IoError(fmt::format("cannot copy the runner to {}: {}", tmp.string(), ec.message()));
+  if (ec)
+    return IoError(fmt::format("cannot copy the runner to {}: {}", tmp.string(), ec.message()));
   for (const auto& e : fs::recursive_directory_iterator(tmp)) {
-    fs::permissions(e.path(), e.is_directory() ? kReadable : kReadable & ~(fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec) , ec);
+    fs::permissions(e.path(),
+                    e.is_directory() ? kReadable
+                                     : kReadable & ~(fs::perms::owner_exec | fs::perms::group_exec |
+                                                     fs::perms::others_exec),
+                    ec);
   }
   fs::permissions(tmp, kReadable, ec);
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove_all(tmp);
-    if (!fs::exists(target)) return IoError(fmt::format("cannot install the runner: {}", ec.message()));
+    if (!fs::exists(target))
+      return IoError(fmt::format("cannot install the runner: {}", ec.message()));
   }
   return target;
 }
@@ -140,8 +163,9 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   if (!launch.job_json.empty()) {
     KFORGE_RETURN_IF_ERROR(WriteFile(launch.job_file, launch.job_json));
     std::error_code ec;
-    fs::permissions(launch.job_file, kReadable & ~fs::perms::others_exec & ~fs::perms::group_exec &
-                                         ~fs::perms::owner_exec, ec);
+    fs::permissions(
+        launch.job_file,
+        kReadable & ~fs::perms::others_exec & ~fs::perms::group_exec & ~fs::perms::owner_exec, ec);
   }
   if (RunnerPython().empty()) {
     return Unavailable(
@@ -149,8 +173,8 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
         "KFORGE_PYTHON to an interpreter that can import torch");
   }
   ProcessSpec spec;
-  spec.argv = {RunnerPython(), "-m", "kforge_runner", "--job", launch.job_file.string(),
-               "--result-fd", std::to_string(kResultFd)};
+  spec.argv = {RunnerPython(),           "-m",          "kforge_runner",          "--job",
+               launch.job_file.string(), "--result-fd", std::to_string(kResultFd)};
   if (!launch.preload.empty()) spec.argv.insert(spec.argv.end(), {"--preload", launch.preload});
   spec.argv.insert(spec.argv.begin(), launch.wrapper.begin(), launch.wrapper.end());
   const std::string seal = FreshSeal();
@@ -165,11 +189,15 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   auto start = SteadyClock::now();
   SandboxPolicy with_site = policy;
   for (const auto& extra : ExtraRunnerPythonPath()) with_site.visible_paths.push_back(extra);
+  // The sandbox gives the runner a private, empty /tmp: an interpreter installed there (a venv
+  // in /tmp, as CI jobs often make) would be missing inside it ("execvp ...: No such file").
+  with_site.visible_paths.push_back(InterpreterHome(RunnerPython()));
   auto wrapped = DefaultSandbox()->Wrap(std::move(spec), with_site);
   auto r = RunProcess(wrapped, stop);
   if (!r) return std::unexpected(r.error());
   DefaultSandbox()->UnwrapResult(*r);
-  RunnerRun run{std::move(*r), {}, std::chrono::duration<double>(SteadyClock::now() - start).count()};
+  RunnerRun run{
+      std::move(*r), {}, std::chrono::duration<double>(SteadyClock::now() - start).count()};
   if (!run.process.result_text.empty()) {
     auto unsealed = UnsealResult(run.process.result_text, seal);
     if (unsealed) {
@@ -185,6 +213,5 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
 std::int64_t SteadyNanos(SteadyClock::time_point t) {
   return std::chrono::nanoseconds(t.time_since_epoch()).count();
 }
-
 
 }  // namespace kforge

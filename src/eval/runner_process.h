@@ -29,6 +29,10 @@ Result<std::filesystem::path> InstallRunner(const std::filesystem::path& work_ro
 // they go on the runner's PYTHONPATH and are shown read-only inside the sandbox.
 std::vector<std::filesystem::path> ExtraRunnerPythonPath();
 
+// The installation an interpreter belongs to: the folder above its bin/ ("/tmp/venv" for
+// "/tmp/venv/bin/python"), else its own folder. Shown read-only inside the sandbox.
+std::filesystem::path InterpreterHome(const std::filesystem::path& python);
+
 // How one runner process is started.
 struct RunnerLaunch {
   std::filesystem::path job_file;

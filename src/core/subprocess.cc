@@ -130,11 +130,16 @@ void KillGroup(pid_t pgid) {
 
 std::string_view ProcessStateName(ProcessState state) {
   switch (state) {
-    case ProcessState::kPending: return "pending";
-    case ProcessState::kRunning: return "running";
-    case ProcessState::kDone: return "done";
-    case ProcessState::kFailed: return "failed";
-    case ProcessState::kTimedOut: return "timed_out";
+    case ProcessState::kPending:
+      return "pending";
+    case ProcessState::kRunning:
+      return "running";
+    case ProcessState::kDone:
+      return "done";
+    case ProcessState::kFailed:
+      return "failed";
+    case ProcessState::kTimedOut:
+      return "timed_out";
   }
   return "unknown";
 }
@@ -184,7 +189,8 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   }
   Pipe in;
   if (!spec.stdin_data.empty()) {
-    if (spec.stdin_data.size() > PIPE_BUF) return InvalidArgument("RunProcess: stdin_data too long");
+    if (spec.stdin_data.size() > PIPE_BUF)
+      return InvalidArgument("RunProcess: stdin_data too long");
     auto r = MakePipe();
     if (!r) return std::unexpected(r.error());
     in = *r;
@@ -219,7 +225,17 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
     CloseFd(out->read);
     CloseFd(err->read);
     CloseFd(result.read);
-    return Unavailable(fmt::format("cannot start '{}': {}", spec.argv[0], std::strerror(exec_errno)));
+    // Permission denied after a user switch: the program is usually fine, but a folder on its
+    // path is private to its owner (a pyenv under /root, mode 0700), which deserves saying.
+    const std::string hint =
+        exec_errno == EACCES && spec.uid
+            ? fmt::format(
+                  " (it runs as uid {}: the program and every folder above it must be "
+                  "readable and searchable by that user)",
+                  *spec.uid)
+            : "";
+    return Unavailable(
+        fmt::format("cannot start '{}': {}{}", spec.argv[0], std::strerror(exec_errno), hint));
   }
   CloseFd(exec_err->read);
 
@@ -270,15 +286,21 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
       if (p.fd < 0 || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       ssize_t n = ::read(p.fd, chunk.data(), chunk.size());
       if (n <= 0) {
-        if (p.fd == out->read) CloseFd(out->read);
-        else if (p.fd == err->read) CloseFd(err->read);
-        else CloseFd(result.read);
+        if (p.fd == out->read)
+          CloseFd(out->read);
+        else if (p.fd == err->read)
+          CloseFd(err->read);
+        else
+          CloseFd(result.read);
         continue;
       }
       auto size = static_cast<std::size_t>(n);
-      if (p.fd == out->read) out_buf.Append(chunk.data(), size);
-      else if (p.fd == err->read) err_buf.Append(chunk.data(), size);
-      else if (res.result_text.size() < kMaxResult) res.result_text.append(chunk.data(), size);
+      if (p.fd == out->read)
+        out_buf.Append(chunk.data(), size);
+      else if (p.fd == err->read)
+        err_buf.Append(chunk.data(), size);
+      else if (res.result_text.size() < kMaxResult)
+        res.result_text.append(chunk.data(), size);
     }
   }
   KillGroup(pid);  // leftovers: background processes, threads' forks

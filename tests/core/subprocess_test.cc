@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 namespace kforge {
 namespace {
@@ -83,6 +88,32 @@ TEST(SubprocessTest, MissingProgramIsAnError) {
   auto r = RunProcess(spec);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("cannot start"), std::string::npos);
+}
+
+// As another user, a program behind a private folder cannot be started; the error says why.
+TEST(SubprocessTest, PermissionDeniedAfterAUserSwitchNamesTheUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  char dir_template[] = "/tmp/kforge-private-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;  // mode 0700: private to root
+  const std::string program = dir + "/hello.sh";
+  {
+    std::FILE* f = std::fopen(program.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("#!/bin/sh\necho hello\n", f);
+    std::fclose(f);
+  }
+  ::chmod(program.c_str(), 0755);
+  ProcessSpec spec;
+  spec.argv = {program};
+  spec.uid = 65534;
+  spec.gid = 65534;
+  auto r = RunProcess(spec);
+  std::remove(program.c_str());
+  ::rmdir(dir.c_str());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("Permission denied"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("runs as uid 65534"), std::string::npos) << r.error().message;
 }
 
 TEST(SubprocessTest, OutputIsBounded) {

@@ -243,8 +243,8 @@ def _patched_forward(site: Dict[str, Any], module: torch.nn.Module, op: "_Operat
             return original(*args, **kwargs)
         tensors = [given[k] for k in tensor_names] + state
         # Eager calls go straight to the kernel, skipping the operator's dispatch (host time that
-        # a launch-bound decode step pays in full; torch.library.custom_op's Python layer on
-        # torch >= 2.4). Traced calls (torch.compile, fake or meta tensors) use the operator.
+        # a launch-bound decode step pays in full). Traced calls (torch.compile, fake or meta
+        # tensors) use the operator.
         if not _compiling() and all(_plain(t) for t in tensors):
             outputs = op.run(tensors)
         else:

@@ -51,14 +51,15 @@ class _AbiTensor(ctypes.Structure):
 def _describe(tensors: Sequence[torch.Tensor]):
     array = (_AbiTensor * max(len(tensors), 1))()
     for slot, t in zip(array, tensors):
-        if t.dim() > MAX_DIMS:
-            raise ValueError(f"tensor of rank {t.dim()} exceeds the ABI's {MAX_DIMS} dimensions")
+        rank = t.dim()
+        if rank > MAX_DIMS:
+            raise ValueError(f"tensor of rank {rank} exceeds the ABI's {MAX_DIMS} dimensions")
         slot.data = t.data_ptr()
         slot.dtype = _ABI_DTYPES[t.dtype]
-        slot.ndim = t.dim()
-        for i, (size, stride) in enumerate(zip(t.shape, t.stride())):
-            slot.shape[i] = size
-            slot.strides[i] = stride
+        slot.ndim = rank
+        # Slice assignment: one call per field, not one per dimension (host time on every call).
+        slot.shape[:rank] = t.shape
+        slot.strides[:rank] = t.stride()
     return array
 
 

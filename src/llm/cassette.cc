@@ -231,8 +231,7 @@ struct Entry {
   int index = 0;
   int line = 0;
   std::string fingerprint;
-  std::string shape_canonical;    // ShapeCanonical(canonical_request), with kNumbersMayDiffer
-  std::string shape_fingerprint;  // its hash
+  std::string shape_canonical;  // ShapeCanonical(canonical_request), with kNumbersMayDiffer
   std::string model_id;
   std::string canonical_request;
   Response response;
@@ -250,7 +249,6 @@ class LoadedCassette : public Cassette {
     if (match_ != ReplayMatch::kNumbersMayDiffer) return;
     for (auto& entry : entries_) {
       entry.shape_canonical = ShapeCanonical(entry.canonical_request, measured_);
-      entry.shape_fingerprint = ContentHash(entry.shape_canonical);
     }
   }
 
@@ -272,14 +270,13 @@ class LoadedCassette : public Cassette {
       }
     }
     // No exact match: when allowed, the first unserved entry with the same shape, i.e. the same
-    // request but for numbers in its messages (a replay on another machine measures differently).
+    // request but for numbers and measured text in its messages (a replay on another machine
+    // measures differently).
     const bool by_shape = match_ == ReplayMatch::kNumbersMayDiffer;
     const std::string shape_canonical = by_shape ? ShapeCanonical(canonical, measured_) : "";
-    const std::string shape_fingerprint = by_shape ? ContentHash(shape_canonical) : "";
     for (auto& entry : entries_) {
-      if (!by_shape) break;
-      if (entry.model_id != model_id || entry.served) continue;
-      if (entry.shape_fingerprint == shape_fingerprint) {
+      if (!by_shape || entry.model_id != model_id || entry.served) continue;
+      if (entry.shape_canonical == shape_canonical) {
         entry.served = true;
         ++served_by_shape_;
         spdlog::info(

@@ -5,7 +5,8 @@ Job:    {"phase": "e2e_measure", "model_file", "config", "device", "seed", "site
          (site name -> shared object), "namespace", "warmup_steps", "timed_steps",
          "kernel_repeats"}
 Result: {"status", "diagnostics", "implementation", "policy", "tolerance", "torch",
-         "dynamo_recompile_limit" (null without torch.compile), "configurations": {name: {"available", "why"}}, "equivalence": [...], "timing": [...],
+         "dynamo_recompile_limit" (null without torch.compile),
+         "configurations": {name: {"available", "why"}}, "equivalence": [...], "timing": [...],
          "kernels": [...], "coverage": {...}, "environment"}
 
 Configurations: `eager` (the original model), `compile` (torch.compile of it), `eager+kforge`
@@ -248,6 +249,8 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
     watch = _RecompileLimitWatch()
     logging.getLogger(_RecompileLimitWatch.LOGGER).addHandler(watch)
     hits = {name: 0 for name in configurations}  # recompile-limit warnings while each was used
+    original_modules = dict(original.named_modules())
+    patched_modules = dict(patched_model.named_modules())
     for batch in mf.batch_sizes:
         steps = int(mf.config["decode_steps"])
         fed, reference = _reference_decode(mf, original, batch, device, steps)
@@ -275,8 +278,6 @@ def run(job: Dict[str, Any]) -> Dict[str, Any]:
                                tokens_per_s=batch / figures["median_s"],
                                recompile_limit_hit=hits[name] > 0, **figures))
         calls = _captured_calls(mf, original, sites, batch, device)
-        patched_modules = dict(patched_model.named_modules())
-        original_modules = dict(original.named_modules())
         for site in sites:
             if site["name"] not in calls:
                 continue

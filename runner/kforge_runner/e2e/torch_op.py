@@ -204,13 +204,19 @@ class Patch:
         self._restore.clear()
 
 
-def _compiling() -> bool:
-    """Whether torch.compile (dynamo) is tracing the current call."""
+def _find_is_compiling():
+    """torch's "is torch.compile (dynamo) tracing the current call?", looked up once: the
+    patched forward asks on every call. Dynamo evaluates it to True while it traces."""
     compiler = getattr(torch, "compiler", None)
     if compiler is not None and hasattr(compiler, "is_compiling"):
-        return compiler.is_compiling()
+        return compiler.is_compiling
     dynamo = getattr(torch, "_dynamo", None)
-    return bool(dynamo is not None and hasattr(dynamo, "is_compiling") and dynamo.is_compiling())
+    if dynamo is not None and hasattr(dynamo, "is_compiling"):
+        return dynamo.is_compiling
+    return lambda: False  # torch without torch.compile (1.13)
+
+
+_compiling = _find_is_compiling()
 
 
 def _plain(t: torch.Tensor) -> bool:

@@ -13,6 +13,12 @@
 // (poisoned outputs, fresh inputs, the sandbox, the timing cross-checks). They are tuned for no
 // false rejects on honest code; what is only suspicious is flagged, not rejected.
 //
+// Layout (src/eval/guardrails/, internal): the lexers (lexer, token_queries), Python scopes and
+// import aliases (python_scopes), the rule catalogue (rule_catalogue: ids and the texts the model
+// reads), the findings a check collects (findings), the precision policy's rule (precision_rule),
+// the rules per language (python_rules, c_rules) and those over both (text_rules). The task's
+// own facts the rules need come from task_analysis.h.
+//
 // Thread-safety: CheckCandidate is a pure function.
 #ifndef KFORGE_EVAL_GUARDRAILS_H_
 #define KFORGE_EVAL_GUARDRAILS_H_
@@ -22,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/eval/task_analysis.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/target.h"
 #include "kforge/task/task.h"
@@ -76,15 +83,6 @@ struct GuardrailOptions {
 // load_inline submission).
 GuardrailReport CheckCandidate(std::string_view source, ProgrammingModel model, CandidateKind kind,
                                const GuardrailOptions& options);
-
-// The integer module-level globals of the task source (`batch_size = 16`), with the task's
-// overrides applied: the sizes a general kernel must not hard-code. Only values >= 8 are kept
-// (smaller ones collide with loop bounds and ranks everywhere).
-std::vector<std::int64_t> TaskDimensions(const Task& task);
-
-// Whether the task source computes in fp16 or bf16 (mentions torch.float16, torch.half,
-// torch.bfloat16, .half() or .bfloat16() outside comments and strings).
-bool TaskUsesLowPrecision(std::string_view task_source);
 
 }  // namespace kforge
 

@@ -1,0 +1,35 @@
+// What a Python rule needs to know about the code around a token: the names imports bind
+// (aliases) and the scope it sits in (a function, __init__, a Triton or CuTe kernel).
+// Internal to src/eval. Thread-safety: pure functions.
+#ifndef KFORGE_SRC_EVAL_GUARDRAILS_PYTHON_SCOPES_H_
+#define KFORGE_SRC_EVAL_GUARDRAILS_PYTHON_SCOPES_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lexer.h"
+
+namespace kforge::guardrails {
+
+// Python imports: the name each import binds -> the dotted module path it stands for
+// ("F" -> "torch.nn.functional", "np" -> "numpy", "Thread" -> "threading.Thread").
+std::map<std::string, std::string> PythonAliases(const std::vector<Token>& t);
+
+// `name` with its first component replaced by what that alias stands for ("F.relu" ->
+// "torch.nn.functional.relu"); names with a leading dot and unknown names are returned as given.
+std::string Canonical(const std::string& name, const std::map<std::string, std::string>& aliases);
+
+struct PyScope {
+  bool in_function = false;  // inside any def
+  bool in_init = false;      // inside __init__ (construction: parameters may be made with torch)
+  bool in_kernel = false;    // inside a @triton.jit / CuTe kernel (tensor methods are Triton's)
+};
+
+// Scope of every token from `def` lines and indentation.
+std::vector<PyScope> PythonScopes(const std::vector<Token>& t,
+                                  const std::map<std::string, std::string>& aliases);
+
+}  // namespace kforge::guardrails
+
+#endif  // KFORGE_SRC_EVAL_GUARDRAILS_PYTHON_SCOPES_H_

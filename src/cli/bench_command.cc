@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "exit_codes.h"
 #include "kforge/core/files.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/exec/bench_progress.h"
@@ -29,10 +30,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitAllCorrect = 0;  // every task has a correct kernel
-constexpr int kExitSome = 1;        // some task has none, or the bench was interrupted
-constexpr int kExitUsage = 2;
-constexpr int kExitInfra = 3;
+// Exit codes (exit_codes.h), stated in --help.
+constexpr int kExitAllCorrect = kExitOk;         // every task has a correct kernel
+constexpr int kExitSome = kExitNotAll;          // some task has none, or the bench was stopped
+constexpr int kExitUsage = kExitBadInput;       // bad input, or the model refused for good
+constexpr int kExitInfra = kExitKforgeFailed;   // KForge, the store or the cluster failed
+constexpr int kExitPaused = kExitProviderPause; // the provider failed: tasks resumable
 constexpr int kConfigVersion = 1;
 
 // The configuration of a bench, stored as the run's config_json (and, for Slurm, in
@@ -436,9 +439,42 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
     return Fail(who, result.error().message, kExitUsage);
   }
   const bool interrupted = result->interrupted || signals.stop().stop_requested();
-  (void)(*store)->FinishRun(
-      run_id, interrupted ? store::RunStatus::kInterrupted : store::RunStatus::kFinished);
-  return PrintSummary(**store, run_id, prepared->suite.tasks.size(), interrupted, run_dir, who);
+  // Tasks whose loop ended on a failed LLM call: paused by the provider (resumable), or ended
+  // because the model refused for good.
+  std::vector<const exec::TaskOutcome*> paused;
+  std::vector<const exec::TaskOutcome*> refused;
+  for (const auto& t : result->tasks) {
+    if (t.call_failure == llm::CallFailureKind::kTransient) paused.push_back(&t);
+    if (t.call_failure == llm::CallFailureKind::kPermanent) refused.push_back(&t);
+  }
+  const bool failed = !refused.empty() && paused.empty();
+  (void)(*store)->FinishRun(run_id, failed        ? store::RunStatus::kFailed
+                                    : interrupted ? store::RunStatus::kInterrupted
+                                                  : store::RunStatus::kFinished);
+  const int code =
+      PrintSummary(**store, run_id, prepared->suite.tasks.size(), interrupted, run_dir, who);
+  if (code == kExitInfra) return code;
+  for (const exec::TaskOutcome* t : refused) {
+    fmt::print(stderr, "{}: task {}: the model cannot answer, and waiting will not change that: "
+               "{}\n", who, t->task_name, t->stop_reason);
+  }
+  if (!paused.empty()) {
+    std::vector<std::string> names;
+    for (const exec::TaskOutcome* t : paused) names.push_back(t->task_name);
+    fmt::print(stderr, "{}: the LLM provider failed after its retries: {}\n", who,
+               paused.front()->stop_reason);
+    fmt::print("Paused by the provider, not finished: {} task(s) ({}). When it answers again, "
+               "continue them: kforge resume {}\n",
+               paused.size(), fmt::join(names, ", "), run_dir.string());
+    return kExitPaused;
+  }
+  if (!refused.empty()) {
+    fmt::print("The bench stopped (stored as failed). Fix what the message says, then continue "
+               "it: kforge resume {}\n",
+               run_dir.string());
+    return kExitUsage;
+  }
+  return code;
 }
 
 // One Slurm array element: task INDEX of the bench in RUN_DIR, into its own store.
@@ -508,7 +544,9 @@ void AddBenchCommand(CLI::App& app) {
       "progress on a terminal, plain lines otherwise. Ctrl-C stops cleanly (twice: abandons "
       "steps in flight); `kforge resume RUN_DIR` continues. `kforge report RUN_DIR` builds its "
       "report.\nExit code: 0 every task has a correct kernel, 1 not every one (or the bench was "
-      "interrupted), 2 bad input, 3 KForge, the store or the cluster failed.");
+      "interrupted), 2 bad input (or the model refused for good: a bad key, no quota, an unknown "
+      "model), 3 KForge, the store or the cluster failed, 4 paused by the LLM provider (it "
+      "failed after its retries): `kforge resume RUN_DIR` continues the affected tasks.");
   cmd->add_option("suite", args->suite, "The suite: a TOML manifest or a KernelBench JSONL file")
       ->required()
       ->check(CLI::ExistingFile);

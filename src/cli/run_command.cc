@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "bench_command.h"
+#include "exit_codes.h"
 #include "kforge/core/files.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/llm/budget.h"
+#include "kforge/llm/call_failure.h"
 #include "kforge/llm/cassette.h"
 #include "kforge/llm/provider_factory.h"
 #include "kforge/llm/registry.h"
@@ -34,11 +36,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Exit codes, stated in --help.
-constexpr int kExitCorrect = 0;  // a correct kernel was found
-constexpr int kExitNone = 1;     // the run ended without a correct kernel
-constexpr int kExitUsage = 2;    // bad input: named in the message
-constexpr int kExitInfra = 3;    // KForge, the store or the toolchain failed
+// Exit codes (exit_codes.h), stated in --help.
+constexpr int kExitCorrect = kExitOk;              // a correct kernel was found
+constexpr int kExitNone = kExitNotAll;             // the run ended without a correct kernel
+constexpr int kExitUsage = kExitBadInput;          // bad input: named in the message
+constexpr int kExitInfra = kExitKforgeFailed;      // KForge, the store or the toolchain failed
+constexpr int kExitPaused = kExitProviderPause;    // the provider failed: resumable
 
 constexpr int kConfigVersion = 1;
 
@@ -250,8 +253,11 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
     (void)(*store)->FinishRun(run_id, store::RunStatus::kFailed);
     return fail(result.error(), kExitInfra);
   }
-  const store::RunStatus status =
-      result->interrupted ? store::RunStatus::kInterrupted : store::RunStatus::kFinished;
+  // A permanent LLM failure ends the run (failed); any other stop leaves it resumable.
+  const bool ended_by_model = result->call_failure == llm::CallFailureKind::kPermanent;
+  const store::RunStatus status = ended_by_model        ? store::RunStatus::kFailed
+                                  : result->interrupted ? store::RunStatus::kInterrupted
+                                                        : store::RunStatus::kFinished;
   if (auto finished = (*store)->FinishRun(run_id, status); !finished) {
     fmt::print(stderr, "{}: {}\n", who, finished.error().message);
   }
@@ -259,6 +265,27 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   const llm::BudgetSpent spent = budget->Spent();
   fmt::print("\n{} step(s); {}; {} tokens, ${:.4f}\n", result->steps, result->stop_reason,
              spent.input_tokens + spent.output_tokens, spent.usd);
+  if (ended_by_model) {
+    fmt::print(stderr, "{}: the model cannot answer, and waiting will not change that: {}\n", who,
+               result->call_error);
+    fmt::print("The run stopped (stored as failed). Fix what the message says, then continue it: "
+               "kforge resume {}\n",
+               run_dir.string());
+    return kExitUsage;
+  }
+  if (result->call_failure == llm::CallFailureKind::kTransient) {
+    fmt::print(stderr, "{}: the LLM provider failed after its retries: {}\n", who,
+               result->call_error);
+    if (!result->best_path.empty()) {
+      fmt::print("Best kernel so far: {} (correct; sample {}, iteration {})\n",
+                 fs::absolute(result->best_path).string(), result->best->sample,
+                 result->best->iteration + 1);
+    }
+    fmt::print("The run is paused, not finished (stored as interrupted). When the provider answers "
+               "again, continue it: kforge resume {}\n",
+               run_dir.string());
+    return kExitPaused;
+  }
   if (result->best_path.empty()) {
     fmt::print(
         "No correct kernel in this run. Its candidates and verdicts are under {}/candidates "
@@ -404,7 +431,9 @@ void AddRunCommand(CLI::App& app) {
       "them (guardrails, compile, correctness on fresh inputs), failures go back as feedback, and "
       "optimization passes follow the analysis agent's advice. Everything is stored in the run "
       "directory; `kforge resume RUN_DIR` continues a run that was stopped.\n"
-      "Exit code: 0 a correct kernel, 1 none, 2 bad input, 3 KForge or the toolchain failed.");
+      "Exit code: 0 a correct kernel, 1 none, 2 bad input (or the model refused for good: a bad "
+      "key, no quota, an unknown model), 3 KForge or the toolchain failed, 4 paused by the LLM "
+      "provider (it failed after its retries): `kforge resume RUN_DIR` continues.");
   cmd->add_option("task", args->task,
                   "The task: SUITE.toml#ID, PROBLEM.py, DATASET.jsonl#N or kernelbench:levelL#N")
       ->required();

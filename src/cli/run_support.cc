@@ -65,12 +65,14 @@ Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
   options.inbox_wait = args.inbox_wait;
   std::shared_ptr<llm::CassetteWriter> writer;
   if (!args.record.empty()) {
-    // A resumed run records its new calls beside the first recording instead of truncating it.
-    const std::string path = resuming ? args.record + ".resumed.jsonl" : args.record;
-    auto created = llm::CassetteWriter::Create(path, args.record_note);
+    // A resumed run appends its new calls to the run's cassette (the calls it answers from the
+    // store were recorded by the part that made them), so the cassette stays the whole
+    // conversation after any number of resumes.
+    auto created = resuming ? llm::CassetteWriter::Open(args.record, args.record_note)
+                            : llm::CassetteWriter::Create(args.record, args.record_note);
     if (!created) return std::unexpected(created.error());
     writer = *created;
-    fmt::print("recording LLM calls to {}\n", path);
+    fmt::print("recording LLM calls to {}{}\n", args.record, resuming ? " (appending)" : "");
   }
   auto make = [&](const std::string& id) -> Result<std::shared_ptr<llm::Provider>> {
     auto entry = registry->Find(id);

@@ -101,8 +101,8 @@ struct Providers {
 };
 
 // The providers of a run: replayed from a cassette, or built from the model registry (and
-// recorded into a cassette with --record); every one charges `budget`. A resumed run records
-// beside the first recording (<record>.resumed.jsonl).
+// recorded into a cassette with --record); every one charges `budget`. A resumed run appends to
+// the run's cassette (llm::CassetteWriter::Open), which stays the whole conversation.
 Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
                                 const std::shared_ptr<llm::Budget>& budget);
 

@@ -58,7 +58,8 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
   auto result = synth::Synthesizer(std::move(s)).Run();
   if (!result) return std::unexpected(result.error());
   out.steps = result->steps;
-  out.interrupted = result->interrupted;
+  // Any failed LLM call leaves the site unfinished (a permanent one too: e2e runs again whole).
+  out.interrupted = result->interrupted || result->call_failure.has_value();
   out.stop_reason = result->stop_reason;
   if (!result->best_path.empty() && result->best && result->best->correct()) {
     out.correct = true;

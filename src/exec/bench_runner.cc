@@ -102,6 +102,11 @@ Result<BenchResult> RunBench(BenchSetup setup) {
         outcome.best = run->best;
         outcome.steps = run->steps;
         outcome.stop_reason = run->stop_reason;
+        outcome.call_failure = run->call_failure;
+        if (run->call_failure == llm::CallFailureKind::kPermanent) {
+          outcome.state = TaskState::kFailed;
+          outcome.stop_reason = run->call_error;
+        }
       }
       notify([&](BenchObserver& o) { o.OnTaskFinished(i, outcome); });
     }

@@ -18,6 +18,7 @@
 #include "kforge/agent/llm_call_log.h"
 #include "kforge/core/files.h"
 #include "kforge/core/thread_pool.h"
+#include "kforge/llm/call_failure.h"
 
 namespace kforge::synth {
 namespace {
@@ -73,7 +74,9 @@ struct SampleState {
   int optimization_attempts = 0;
   int repair_attempts = 0;  // repairs of the current failed optimization candidate
   std::string stop_reason;
-  bool call_failed = false;  // the sample stopped on a failed LLM call
+  // The sample stopped on a failed LLM call: what kind of failure, and its message.
+  std::optional<llm::CallFailureKind> call_failure;
+  std::string call_error;
 };
 
 }  // namespace
@@ -98,6 +101,12 @@ struct Synthesizer::Impl {
   Result<fs::path> StepWriteBest();
   void Report(ProgressEvent event);
   llm::CallOptions CallOptions() const;
+  void RecordCallFailure(SampleState& state, const Error& error, const llm::Provider& provider,
+                         std::string_view step);
+
+  const llm::Provider& AnalysisProvider() const {
+    return setup.analysis_provider ? *setup.analysis_provider : *setup.generation_provider;
+  }
 
   SynthesisSetup setup;
   PromptRenderer renderer;
@@ -171,6 +180,21 @@ std::optional<std::string> Synthesizer::Impl::StepCheckBudgets() const {
     if (auto can = setup.budget->CheckCanStart(); !can) return can.error().message;
   }
   return std::nullopt;
+}
+
+// A failed call ends the sample; its kind decides whether the run is paused (resumable) or ended.
+// A timeout past the run's own wall-time deadline is the budget's doing, not the provider's.
+void Synthesizer::Impl::RecordCallFailure(SampleState& state, const Error& error,
+                                          const llm::Provider& provider, std::string_view step) {
+  llm::CallFailureKind kind = llm::ClassifyCallFailure(error, provider.Info());
+  if (kind == llm::CallFailureKind::kTransient && deadline && Clock::now() >= *deadline) {
+    kind = llm::CallFailureKind::kBudget;
+  }
+  state.call_failure = kind;
+  state.call_error = error.message;
+  state.stop_reason = fmt::format("{} call failed: {}", step, error.message);
+  spdlog::info("[sample {}] {} call failed ({}): {}", state.sample, step,
+               llm::CallFailureKindName(kind), error.message);
 }
 
 llm::CallOptions Synthesizer::Impl::CallOptions() const {
@@ -425,8 +449,7 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
     if (pass == GenerationPass::kOptimization) {
       auto analysed = StepAnalyse(state, iteration);
       if (!analysed) {
-        state.stop_reason = fmt::format("analysis call failed: {}", analysed.error().message);
-        state.call_failed = true;
+        RecordCallFailure(state, analysed.error(), AnalysisProvider(), "analysis");
         break;
       }
       advice = std::move(*analysed);
@@ -434,8 +457,7 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
 
     auto answer = StepGenerate(state, pass, advice);
     if (!answer) {
-      state.stop_reason = fmt::format("generation call failed: {}", answer.error().message);
-      state.call_failed = true;
+      RecordCallFailure(state, answer.error(), *setup.generation_provider, "generation");
       break;
     }
     {
@@ -551,10 +573,21 @@ Result<SynthesisResult> Synthesizer::Run() {
   }
   std::vector<std::string> reasons;
   for (const auto& state : states) {
-    result.interrupted |= state.call_failed || state.stop_reason == kStoppedReason;
+    if (state.call_failure) {
+      if (!result.call_failure ||
+          llm::MoreDecisive(*state.call_failure, *result.call_failure) != *result.call_failure) {
+        result.call_failure = *state.call_failure;
+        result.call_error = state.call_error;
+      }
+    }
+    result.interrupted |= state.stop_reason == kStoppedReason;
     if (std::ranges::find(reasons, state.stop_reason) == reasons.end()) {
       reasons.push_back(state.stop_reason);
     }
+  }
+  // A permanent failure ends the run; any other failed call leaves it resumable.
+  if (result.call_failure) {
+    result.interrupted |= *result.call_failure != llm::CallFailureKind::kPermanent;
   }
   result.stop_reason = fmt::format("{}", fmt::join(reasons, "; "));
   spdlog::info("synthesis: {} step(s); best {}; {}", result.steps, Describe(result.best),

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -72,6 +73,81 @@ Result<int> ParseProblemId(std::string_view text, std::string_view spec) {
         "bad task '{}': after '#' comes a positive problem id, e.g. level2.jsonl#9", spec));
   }
   return id;
+}
+
+// What tells a suite entry apart from others with the same source: its explicit id, else its
+// overrides and non-default policy ("batch_size=16,dim=1024"); "" when it has none of these.
+std::string Variant(const Task& task, bool explicit_id) {
+  if (explicit_id) return task.id;
+  std::vector<std::string> parts;
+  for (const auto& o : task.overrides) parts.push_back(fmt::format("{}={}", o.name, o.value_json));
+  if (task.policy != PrecisionPolicy::kStrict) {
+    parts.push_back(fmt::format("policy={}", PrecisionPolicyName(task.policy)));
+  }
+  std::string variant = fmt::format("{}", fmt::join(parts, ","));
+  for (char& c : variant) c = c == '/' ? '_' : c;  // names become folder names (best/<name>)
+  return variant;
+}
+
+// Gives every task of a suite a unique identity, and refuses a suite that lists one task twice.
+// Identity: the entry's `id` when it has one, else its source plus overrides (and policy). Names
+// and ids stay as they are where they are unique; a name shared by several tasks (one KernelBench
+// problem at several sizes) becomes the entry's id when it has one ("add_rmsnorm_b128"), else the
+// name with the overrides in brackets ("19_ReLU[batch_size=16,dim=1024]", and its derived id
+// "19_relu_batch_size_16_dim_1024"). Names key the run store's tasks, their LLM call streams and
+// best/<name>, so two tasks of one bench must never share one.
+Status MakeTaskIdentitiesUnique(std::vector<Task>& tasks, const std::vector<bool>& explicit_id,
+                                const std::string& where) {
+  const std::size_t n = tasks.size();
+  std::map<std::string, std::size_t> first_by_identity;
+  std::vector<std::string> variants(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    variants[i] = Variant(tasks[i], explicit_id[i]);
+    const std::string identity =
+        explicit_id[i] ? "id " + tasks[i].id : tasks[i].origin + "|" + variants[i];
+    auto [it, inserted] = first_by_identity.emplace(identity, i);
+    if (inserted) continue;
+    if (explicit_id[i]) {
+      return InvalidArgument(fmt::format(
+          "{}: tasks {} and {} both have id '{}'; every task of a suite needs its own id", where,
+          it->second + 1, i + 1, tasks[i].id));
+    }
+    return InvalidArgument(fmt::format(
+        "{}: tasks {} and {} are the same task ({}{}); list it once, or tell them apart with "
+        "different overrides or an `id` each",
+        where, it->second + 1, i + 1, tasks[i].origin,
+        variants[i].empty() ? "" : " with " + variants[i]));
+  }
+  std::map<std::string, int> name_count;
+  for (const Task& t : tasks) ++name_count[t.name];
+  for (std::size_t i = 0; i < n; ++i) {
+    Task& t = tasks[i];
+    if (name_count[t.name] < 2 || variants[i].empty()) continue;
+    // The entry's own id names it best, unless that is another task's name.
+    t.name = explicit_id[i] && name_count.count(t.id) == 0
+                 ? t.id
+                 : fmt::format("{}[{}]", t.name, variants[i]);
+    if (!explicit_id[i]) {
+      std::string suffix = IdFromName(variants[i]);
+      while (!suffix.empty() && suffix.back() == '_') suffix.pop_back();
+      t.id = fmt::format("{}_{}", t.id, suffix);
+    }
+  }
+  std::map<std::string, std::size_t> by_name;
+  std::map<std::string, std::size_t> by_id;
+  auto claim = [&](std::map<std::string, std::size_t>& seen, const std::string& key,
+                   std::size_t i, std::string_view what) -> Status {
+    auto [it, inserted] = seen.emplace(key, i);
+    if (inserted) return Ok();
+    return InvalidArgument(fmt::format("{}: tasks {} and {} would both be {} '{}'; give them an "
+                                       "`id` each",
+                                       where, it->second + 1, i + 1, what, key));
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    KFORGE_RETURN_IF_ERROR(claim(by_name, tasks[i].name, i, "named"));
+    KFORGE_RETURN_IF_ERROR(claim(by_id, tasks[i].id, i, "id"));
+  }
+  return Ok();
 }
 
 Result<Override> OverrideFromToml(const std::string& name, const toml::node& node,
@@ -206,6 +282,8 @@ Result<Suite> LoadSuite(const fs::path& path) {
       if (!task) return std::unexpected(task.error());
       suite.tasks.push_back(std::move(*task));
     }
+    KFORGE_RETURN_IF_ERROR(MakeTaskIdentitiesUnique(
+        suite.tasks, std::vector<bool>(suite.tasks.size(), false), path.string()));
     return suite;
   }
   if (!fs::exists(path)) return NotFound(fmt::format("suite {} does not exist", path.string()));
@@ -224,6 +302,7 @@ Result<Suite> LoadSuite(const fs::path& path) {
     return InvalidArgument(fmt::format("suite {} has no [[task]] entries", path.string()));
   }
   int index = 0;
+  std::vector<bool> explicit_id;
   for (const toml::node& node : *tasks) {
     ++index;
     const toml::table* entry = node.as_table();
@@ -238,7 +317,9 @@ Result<Suite> LoadSuite(const fs::path& path) {
     if (!task) {
       return std::unexpected(Error{task.error().code, where + ": " + task.error().message});
     }
-    if (auto id = (*entry)["id"].value<std::string>()) task->id = *id;
+    auto id = (*entry)["id"].value<std::string>();
+    if (id) task->id = *id;
+    explicit_id.push_back(id.has_value());
     if (auto policy = (*entry)["policy"].value<std::string>()) {
       auto p = ParsePrecisionPolicy(*policy);
       if (!p) return std::unexpected(Error{p.error().code, where + ": " + p.error().message});
@@ -253,6 +334,7 @@ Result<Suite> LoadSuite(const fs::path& path) {
     }
     suite.tasks.push_back(std::move(*task));
   }
+  KFORGE_RETURN_IF_ERROR(MakeTaskIdentitiesUnique(suite.tasks, explicit_id, path.string()));
   return suite;
 }
 

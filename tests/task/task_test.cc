@@ -120,6 +120,79 @@ TEST_F(TaskTest, BadManifestNamesFileAndLine) {
   EXPECT_NE(e.error().message.find("missing 'source'"), std::string::npos);
 }
 
+// One problem at four sizes is four tasks: before, all four were named after the problem, so a
+// bench stored them as one task ("1/4 tasks with a correct kernel" though all were correct) and
+// wrote their best kernels into one folder at once ("cannot rename ...kernel.cpp.tmp...").
+TEST_F(TaskTest, OneProblemAtFourSizesIsFourTasks) {
+  Write("relu.py", kProblem);
+  auto manifest = Write("sizes.toml", R"(
+[[task]]
+source = "relu.py"
+overrides = { N = 16 }
+[[task]]
+source = "relu.py"
+overrides = { N = 64 }
+[[task]]
+id = "big"
+source = "relu.py"
+overrides = { N = 4096 }
+[[task]]
+source = "relu.py"
+)");
+  auto suite = LoadSuite(manifest);
+  ASSERT_TRUE(suite) << suite.error().message;
+  ASSERT_EQ(suite->tasks.size(), 4u);
+  EXPECT_EQ(suite->tasks[0].name, "relu[N=16]");
+  EXPECT_EQ(suite->tasks[0].id, "relu_n_16");
+  EXPECT_EQ(suite->tasks[1].name, "relu[N=64]");
+  EXPECT_EQ(suite->tasks[2].name, "big");  // its own id names it
+  EXPECT_EQ(suite->tasks[2].id, "big");
+  EXPECT_EQ(suite->tasks[3].name, "relu");  // the one without a variant keeps the plain name
+  EXPECT_EQ(suite->tasks[3].id, "relu");
+}
+
+TEST_F(TaskTest, ASuiteThatListsOneTaskTwiceIsRefusedAtLoad) {
+  Write("p.py", kProblem);
+  auto twice = Write("twice.toml", R"(
+[[task]]
+source = "p.py"
+overrides = { N = 16 }
+[[task]]
+source = "p.py"
+overrides = { N = 16 }
+)");
+  auto suite = LoadSuite(twice);
+  ASSERT_FALSE(suite);
+  EXPECT_NE(suite.error().message.find("twice.toml: tasks 1 and 2 are the same task"),
+            std::string::npos)
+      << suite.error().message;
+  EXPECT_NE(suite.error().message.find("N=16"), std::string::npos) << suite.error().message;
+
+  auto same_id = Write("same_id.toml", R"(
+[[task]]
+id = "a"
+source = "p.py"
+[[task]]
+id = "a"
+source = "p.py"
+overrides = { N = 8 }
+)");
+  auto ids = LoadSuite(same_id);
+  ASSERT_FALSE(ids);
+  EXPECT_NE(ids.error().message.find("tasks 1 and 2 both have id 'a'"), std::string::npos)
+      << ids.error().message;
+  // Names stay as they are where they are unique (SUITE.toml#ID and stored runs keep working).
+  auto distinct = Write("distinct.toml", R"(
+[[task]]
+source = "p.py"
+overrides = { N = 16 }
+)");
+  auto one = LoadSuite(distinct);
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ(one->tasks[0].name, "p");
+  EXPECT_EQ(one->tasks[0].id, "p");
+}
+
 TEST_F(TaskTest, PolicyTolerances) {
   EXPECT_EQ(ToleranceOf(PrecisionPolicy::kStrict).atol, 1e-4);
   EXPECT_EQ(ToleranceOf(PrecisionPolicy::kTf32).rtol, 1e-3);

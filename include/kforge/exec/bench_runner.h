@@ -22,6 +22,7 @@
 
 #include "kforge/core/error.h"
 #include "kforge/llm/budget.h"
+#include "kforge/llm/call_failure.h"
 #include "kforge/llm/cancellation.h"
 #include "kforge/llm/provider.h"
 #include "kforge/prompt/prompt_renderer.h"
@@ -46,6 +47,9 @@ struct TaskOutcome {
   std::optional<synth::EvaluatedCandidate> best;
   int steps = 0;
   std::string stop_reason;  // the loop's, or the error for kFailed
+  // The task's loop ended on a failed LLM call (synth::SynthesisResult::call_failure): kTransient
+  // leaves it kInterrupted (resumable), kPermanent makes it kFailed with the call's message.
+  std::optional<llm::CallFailureKind> call_failure;
 
   bool correct() const { return best && best->correct(); }
   // The best candidate's speedup against PyTorch eager, when it is correct and was timed.

@@ -33,6 +33,7 @@
 #include "kforge/core/error.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/llm/budget.h"
+#include "kforge/llm/call_failure.h"
 #include "kforge/llm/cancellation.h"
 #include "kforge/llm/provider.h"
 #include "kforge/prompt/device_facts.h"
@@ -94,9 +95,15 @@ struct SynthesisResult {
   std::filesystem::path best_path;  // <best_dir>/<file> when best is correct, else empty
   int steps = 0;                    // generation steps taken over all samples
   std::string stop_reason;          // why the loop ended, for the terminal
-  // A sample ended because an LLM call failed (an unanswered inbox prompt, a provider error):
-  // the run is resumable rather than finished, and is stored as `interrupted`.
+  // The run is resumable rather than finished, and is stored as `interrupted`: it was stopped on
+  // request, or a sample ended on a failed LLM call that is not permanent (an unanswered inbox
+  // prompt, a provider outage after its retries, the budget).
   bool interrupted = false;
+  // A sample ended on a failed LLM call: the most decisive kind over the samples
+  // (llm::MoreDecisive) and that call's error message. kPermanent: the run ended and is not
+  // `interrupted` (a bad key, no quota, an unknown model); the message says what to fix.
+  std::optional<llm::CallFailureKind> call_failure;
+  std::string call_error;
 };
 
 class Synthesizer {

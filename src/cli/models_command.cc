@@ -1,4 +1,5 @@
 #include "models_command.h"
+#include "exit_codes.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -154,6 +155,7 @@ void AddModelsCommand(CLI::App& app) {
   auto flags = std::make_shared<ModelsFlags>();
   CLI::App* models = app.add_subcommand(
       "models", "List the LLMs of the model registry and say which are usable now");
+  models->footer(ExitCodesFooter("models"));
   models->add_option("--models", flags->files,
                      "Extra model registry file (TOML), read after the default and user files")
       ->check(CLI::ExistingFile);

@@ -33,6 +33,8 @@ PACKAGES=(
   # kforge bench's Slurm executor: the one-node test cluster (tests/exec/slurm_cluster.sh), sqlite3
   # for its verdict comparison
   slurm-wlm munge sqlite3
+  # kforge bench's live view on a terminal, tested through a tmux pane (tests/cli)
+  tmux
 )
 
 if ! dpkg -s "${PACKAGES[@]}" >/dev/null 2>&1; then

@@ -102,6 +102,9 @@ def _run_phase(job):
     from kforge_runner import profile_phase
     if isinstance(job, profile_phase.ProfileJob):
         return profile_phase.run(job)
+    from kforge_runner import task_check_phase
+    if isinstance(job, task_check_phase.TaskCheckJob):
+        return task_check_phase.run(job)
     from kforge_runner import candidate_phase
     return candidate_phase.run(job)
 
@@ -115,7 +118,8 @@ def _result_for(job_path: str):
         return {"status": errors.STATUS_INFRA_ERROR, "diagnostics": f"bad job: {e}"}
     phase = ("reference" if isinstance(job, protocol.ReferenceJob) else
              "calibrate" if isinstance(job, protocol.CalibrateJob) else
-             "candidate" if isinstance(job, protocol.CandidateJob) else "profile")
+             "candidate" if isinstance(job, protocol.CandidateJob) else
+             "task_check" if type(job).__name__ == "TaskCheckJob" else "profile")
     try:
         return _run_phase(job)
     except (Exception, SystemExit) as e:

@@ -299,8 +299,11 @@ def parse_job(document: Any):
     if phase == "profile":
         from kforge_runner import profile_phase  # pylint: disable=import-outside-toplevel
         return profile_phase.parse(document)
-    raise JobError(
-        f"job.phase: {phase!r} is not 'reference', 'candidate', 'calibrate' or 'profile'")
+    if phase == "task_check":
+        from kforge_runner import task_check_phase  # pylint: disable=import-outside-toplevel
+        return task_check_phase.parse(document)
+    raise JobError(f"job.phase: {phase!r} is not 'reference', 'candidate', 'calibrate', "
+                   "'profile' or 'task_check'")
 
 
 def read_job(path: str):

@@ -1,10 +1,12 @@
 #include "bench_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <map>
+#include <mutex>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +15,7 @@
 #include "exit_codes.h"
 #include "kforge/core/files.h"
 #include "kforge/eval/compile_service.h"
+#include "kforge/eval/task_check.h"
 #include "kforge/exec/bench_progress.h"
 #include "kforge/exec/bench_runner.h"
 #include "kforge/exec/device_slots.h"
@@ -20,6 +23,7 @@
 #include "kforge/exec/slurm_executor.h"
 #include "kforge/exec/stop_signals.h"
 #include "kforge/exec/store_merge.h"
+#include "kforge/store/ranking.h"
 #include "kforge/store/run_store.h"
 #include "kforge/target/backend.h"
 #include "kforge/task/task.h"
@@ -151,6 +155,28 @@ int Fail(const char* who, const std::string& message, int code) {
   return code;
 }
 
+// Where the signal watcher's notices go: through the live view while one is shown (a line
+// written beside it would be drawn over), else to stderr.
+class Notices {
+ public:
+  void Print(const std::string& line) {
+    std::lock_guard lock(mu_);
+    if (progress_ != nullptr) {
+      progress_->Note(line);
+    } else {
+      fmt::print(stderr, "{}\n", line);
+    }
+  }
+  void Route(exec::BenchProgress* progress) {
+    std::lock_guard lock(mu_);
+    progress_ = progress;
+  }
+
+ private:
+  std::mutex mu_;
+  exec::BenchProgress* progress_ = nullptr;  // guarded by mu_
+};
+
 // Everything a bench needs that does not depend on the executor.
 struct Prepared {
   Target target;
@@ -170,13 +196,7 @@ Result<Prepared> Prepare(const BenchArgs& args, bool probe) {
     return InvalidArgument("--iterations and --samples must be at least 1");
   }
   auto backend = NewBackend(*target);
-  if (probe) {
-    if (Availability a = backend->Probe(); !a.usable()) {
-      std::string why = fmt::format("target {} cannot run here:", args.target);
-      for (const auto& m : a.missing) why += fmt::format("\n  - {}", m);
-      return Unavailable(why);
-    }
-  }
+  if (probe) KFORGE_RETURN_IF_ERROR(CheckRunsHere(*backend));
   return Prepared{*target, std::move(*suite), std::move(backend)};
 }
 
@@ -199,7 +219,8 @@ synth::SynthesisOptions SynthOptions(const BenchArgs& args) {
 Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
                                    std::vector<Task> tasks, store::RunStore& store,
                                    const std::string& run_id, bool resuming, int budget_share,
-                                   exec::StopSignals& signals, bool show_progress) {
+                                   exec::StopSignals& signals, bool show_progress,
+                                   Notices* notices = nullptr) {
   auto budget = std::make_shared<llm::Budget>(Limits(args, budget_share));
   auto providers = MakeProviders(ProviderArgsOf(args), resuming, budget);
   if (!providers) return std::unexpected(providers.error());
@@ -219,6 +240,7 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
   for (const auto& t : tasks) task_names.push_back(t.name);
   const bool tty = show_progress && ::isatty(STDOUT_FILENO) != 0;
   exec::BenchProgress progress(stdout, tty, task_names, args.iterations * args.samples, budget);
+  if (notices != nullptr && show_progress) notices->Route(&progress);
 
   exec::BenchSetup setup;
   setup.store = &store;
@@ -232,10 +254,16 @@ Result<exec::BenchResult> RunLocal(const BenchArgs& args, Prepared& prepared,
   setup.options = SynthOptions(args);
   setup.jobs = args.jobs;
   setup.observer = show_progress ? &progress : nullptr;
+  if (!args.skip_target_check) {
+    setup.check_tasks = [&prepared, &eval_options](const std::vector<Task>& all) {
+      return CheckTasksRun(all, *prepared.backend, eval_options);
+    };
+  }
   setup.stop = signals.stop();
   setup.abandon = signals.abandon();
   setup.cancel_calls = signals.cancel_calls();
   auto result = exec::RunBench(std::move(setup));
+  if (notices != nullptr) notices->Route(nullptr);
   if (show_progress) progress.Finish();
   fmt::print("device use: {}\n", exec::DescribeUsage(slots));
   return result;
@@ -248,20 +276,34 @@ struct TaskSummary {
   std::string apart;  // why the task is reported apart (degenerate, held for review), or ""
 };
 
+// Each task's best candidate by the one rule (store/ranking.h), as its loop and the report
+// choose it.
 Result<std::map<std::string, TaskSummary>> Summarize(store::RunStore& store,
                                                      const std::string& run_id) {
   auto rows = store.ListEvaluationRows(run_id);
   if (!rows) return std::unexpected(rows.error());
-  std::map<std::string, TaskSummary> out;
+  std::map<std::string, std::pair<store::Standing, Verdict>> best;
   for (const auto& row : *rows) {
-    TaskSummary& s = out[row.task_name];
-    if (row.evaluation.status != store::EvaluationStatus::kCorrect) continue;
-    s.correct = true;
-    const Verdict v = Verdict::FromJson(row.evaluation.verdict_json);
-    if (v.speedup_vs_eager && (!s.speedup || *v.speedup_vs_eager > *s.speedup)) {
-      s.speedup = v.speedup_vs_eager;
-      s.apart = exec::ReportedApart(v);
+    Verdict v = Verdict::FromJson(row.evaluation.verdict_json);
+    const store::Standing standing{
+        .correct = row.evaluation.status == store::EvaluationStatus::kCorrect,
+        .held_for_review = v.held_for_review,
+        .median_s = v.timing ? std::optional<double>(v.timing->median_s) : std::nullopt,
+        .sample = row.candidate.sample,
+        .iteration = row.candidate.iteration};
+    auto it = best.find(row.task_name);
+    if (it == best.end() || store::IsBetter(standing, it->second.first)) {
+      v.status = row.evaluation.status;
+      best[row.task_name] = {standing, std::move(v)};
     }
+  }
+  std::map<std::string, TaskSummary> out;
+  for (const auto& [name, b] : best) {
+    TaskSummary& s = out[name];
+    s.correct = b.first.correct;
+    if (!s.correct) continue;
+    s.speedup = b.second.speedup_vs_eager;
+    s.apart = exec::ReportedApart(b.second);
   }
   return out;
 }
@@ -406,6 +448,9 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
     return Fail(who, prepared.error().message,
                 prepared.error().code == ErrorCode::kUnavailable ? kExitInfra : kExitUsage);
   }
+  // A bench that ends before its first step (an unknown model, a broken task) leaves no run
+  // folder behind, when it made the folder.
+  const bool made_dir = !resuming && !fs::exists(run_dir);
   auto store = store::RunStore::Open(run_dir);
   if (!store) return Fail(who, store.error().message, kExitInfra);
   if (!resuming) {
@@ -420,23 +465,32 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
   fmt::print("{} bench of {} task(s) from {} on {} with {} ({} executor) — run {}\n",
              resuming ? "resuming" : "starting", prepared->suite.tasks.size(), args.suite,
              args.target, args.model, args.executor, run_dir.string());
-  exec::StopSignals signals([](int count) {
-    std::fputs(count == 1
-                   ? "\nstopping: no new step starts; evaluations running on a device and "
-                     "LLM calls in flight finish, evaluations still waiting for a device are "
-                     "left for `kforge resume` (Ctrl-C again to abandon everything)\n"
-                   : "\nabandoning the steps in flight\n",
-               stderr);
+  auto notices = std::make_shared<Notices>();
+  exec::StopSignals signals([notices, run_dir](int count) {
+    notices->Print(
+        count == 1
+            ? fmt::format("stopping (Ctrl-C): no new step starts; evaluations running on a device "
+                          "and LLM calls in flight finish, evaluations still waiting for a device "
+                          "are left for `kforge resume {}` (Ctrl-C again to abandon everything)",
+                          run_dir.string())
+            : "abandoning the steps in flight (Ctrl-C again)");
   });
   if (args.executor == "slurm") {
     return RunSlurm(args, *prepared, **store, run_id, run_dir, signals, who);
   }
   std::vector<Task> tasks = prepared->suite.tasks;
   auto result = RunLocal(args, *prepared, std::move(tasks), **store, run_id, resuming, 1, signals,
-                         /*show_progress=*/true);
+                         /*show_progress=*/true, notices.get());
   if (!result) {
+    // Nothing ran: the providers could not be built, or a task cannot run.
     (void)(*store)->FinishRun(run_id, store::RunStatus::kFailed);
-    return Fail(who, result.error().message, kExitUsage);
+    if (made_dir) {
+      store->reset();
+      std::error_code ec;
+      fs::remove_all(run_dir, ec);
+    }
+    return Fail(who, result.error().message,
+                result.error().code == ErrorCode::kInternal ? kExitInfra : kExitUsage);
   }
   const bool interrupted = result->interrupted || signals.stop().stop_requested();
   // Tasks whose loop ended on a failed LLM call: paused by the provider (resumable), or ended
@@ -446,6 +500,20 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
   for (const auto& t : result->tasks) {
     if (t.call_failure == llm::CallFailureKind::kTransient) paused.push_back(&t);
     if (t.call_failure == llm::CallFailureKind::kPermanent) refused.push_back(&t);
+  }
+  if (interrupted) {
+    // What happened, before how to continue (PrintSummary).
+    int done = 0;
+    int stopped = 0;
+    int never = 0;
+    for (const auto& t : result->tasks) {
+      done += t.state == exec::TaskState::kDone ? 1 : 0;
+      stopped += t.state == exec::TaskState::kInterrupted || t.state == exec::TaskState::kFailed;
+      never += t.state == exec::TaskState::kQueued ? 1 : 0;
+    }
+    fmt::print("\n{}: {} task(s) done, {} stopped before their end, {} never started\n",
+               signals.signal_number() != 0 ? "Stopped by a signal" : "Stopped", done, stopped,
+               never);
   }
   const bool failed = !refused.empty() && paused.empty();
   (void)(*store)->FinishRun(run_id, failed        ? store::RunStatus::kFailed
@@ -473,6 +541,21 @@ int RunBenchRun(const BenchArgs& args, const fs::path& run_dir, const std::strin
                "it: kforge resume {}\n",
                run_dir.string());
     return kExitUsage;
+  }
+  if (interrupted && !args.replay.empty() && !signals.stop().stop_requested()) {
+    fmt::print(stderr,
+               "{}: the replay of {} stopped before the bench's end (each stopped task's line "
+               "above says where). A cassette recorded on another machine needs --replay-match "
+               "numbers; otherwise give the recording's command.\n",
+               who, args.replay);
+    return kExitUsage;
+  }
+  if (result->awaiting_answer > 0 && !signals.stop().stop_requested()) {
+    fmt::print(
+        "Paused: {} task(s) wait for your answers; write each answer where its line above "
+        "says, then continue with: kforge resume {}\n",
+        result->awaiting_answer, run_dir.string());
+    return kExitAnswerPause;
   }
   return code;
 }
@@ -543,10 +626,8 @@ void AddBenchCommand(CLI::App& app) {
       "up to the model's limits, compiles on the CPU pool, one timing slot per device. Live "
       "progress on a terminal, plain lines otherwise. Ctrl-C stops cleanly (twice: abandons "
       "steps in flight); `kforge resume RUN_DIR` continues. `kforge report RUN_DIR` builds its "
-      "report.\nExit code: 0 every task has a correct kernel, 1 not every one (or the bench was "
-      "interrupted), 2 bad input (or the model refused for good: a bad key, no quota, an unknown "
-      "model), 3 KForge, the store or the cluster failed, 4 paused by the LLM provider (it "
-      "failed after its retries): `kforge resume RUN_DIR` continues the affected tasks.");
+      "report.");
+  cmd->footer(ExitCodesFooter("bench"));
   cmd->add_option("suite", args->suite, "The suite: a TOML manifest or a KernelBench JSONL file")
       ->required()
       ->check(CLI::ExistingFile);

@@ -1,4 +1,5 @@
 #include "e2e_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -118,11 +119,7 @@ int RunE2eCommand(E2eArgs args) {
   auto target = Target::Parse(args.target);
   if (!target) return fail(target.error(), kExitUsage);
   auto backend = NewBackend(*target);
-  if (Availability a = backend->Probe(); !a.usable()) {
-    std::string why = fmt::format("target {} cannot run here:", args.target);
-    for (const auto& m : a.missing) why += fmt::format("\n  - {}", m);
-    return fail({ErrorCode::kUnavailable, why}, kExitInfra);
-  }
+  if (auto usable = CheckRunsHere(*backend); !usable) return fail(usable.error(), kExitInfra);
   llm::BudgetLimits limits;
   if (args.max_tokens > 0) limits.max_tokens = args.max_tokens;
   if (args.max_cost > 0) limits.max_usd = args.max_cost;
@@ -215,12 +212,18 @@ int RunE2eCommand(E2eArgs args) {
     if (outcome->measurement) {
       fmt::print("Export the kernels: kforge export {} --as torch-op\n", run_dir.string());
     }
-    if (outcome->interrupted) {
+    if (outcome->awaiting_answer) {
       fmt::print(
-          "An LLM call did not complete (an unanswered inbox prompt?): answer it and run "
-          "the same command again, or use --inbox-wait.\n");
+          "Paused: a prompt waits for your answer (the site's line above says where to write "
+          "it); then run the same kforge e2e command again (answered prompts are not asked "
+          "again), or add --inbox-wait.\n");
+    } else if (outcome->interrupted) {
+      fmt::print(
+          "An LLM call did not complete: run the same command again to continue (answered "
+          "prompts are not asked again).\n");
     }
   }
+  if (outcome->interrupted && outcome->awaiting_answer) return kExitAnswerPause;
   if (!outcome->measurement) return kExitNoMatch;
   if (!outcome->Matches()) {
     fmt::print(stderr, "kforge e2e: the patched model's outputs differ from the original's\n");
@@ -242,9 +245,8 @@ void AddE2eCommand(CLI::App& app) {
       "computes the same logits and greedy tokens as the original over many decode steps, and "
       "measure tokens/s for eager, torch.compile, eager+KForge and compile+KForge at each batch "
       "size, with per-kernel speedups. Integration takes native kernels (cpu/cpp, CUDA, HIP, "
-      "SYCL). The model file's contract is in docs/e2e.md.\n"
-      "Exit code: 0 kernels put in and the outputs match, 1 no kernel put in, outputs differ or "
-      "an LLM call did not complete, 2 bad input, 3 KForge, a phase or the toolchain failed.");
+      "SYCL). The model file's contract is in docs/e2e.md.");
+  cmd->footer(ExitCodesFooter("e2e"));
   cmd->add_option("model_file", args->model_file,
                   "The model file: CONFIGS, build_model(config), new_session(...) (docs/e2e.md)")
       ->required();
@@ -307,9 +309,10 @@ void AddExportCommand(CLI::App& app) {
       "export",
       "Write the kernels a `kforge e2e` run put into its model as a small installable Python "
       "package that works without KForge: kernel sources, a build step (setup.py compiles them "
-      "as KForge did), torch.library registration and patch(model). Install it with "
-      "`pip install --no-build-isolation OUT`.\n"
-      "Exit code: 0 written, 2 bad input, 3 failure.");
+      "as KForge did), torch.library registration and patch(model). Install it into a virtual "
+      "environment that sees the installed torch: `python3 -m venv --system-site-packages venv "
+      "&& venv/bin/pip install --no-build-isolation --no-index OUT`.");
+  cmd->footer(ExitCodesFooter("export"));
   cmd->add_option("run_dir", args->run_dir, "The e2e run directory (kforge-runs/run-...)")
       ->required();
   cmd->add_option("--as", args->as, "What to export as: torch-op")
@@ -329,10 +332,8 @@ void AddExportCommand(CLI::App& app) {
       fmt::print(stderr, "kforge export: {}\n", package.error().message);
       throw CLI::RuntimeError(package.error().code == ErrorCode::kInvalidArgument ? 2 : 3);
     }
-    fmt::print(
-        "Wrote the package {} to {}\nInstall: pip install --no-build-isolation {}\n"
-        "Use:     import {}; {}.patch(model)\n",
-        *package, out.string(), out.string(), *package, *package);
+    fmt::print("Wrote the package {} to {}\nInstall it:\n{}Use it:  import {}; {}.patch(model)\n",
+               *package, out.string(), e2e::InstallCommands(out), *package, *package);
   });
 }
 

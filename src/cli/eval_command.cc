@@ -1,4 +1,5 @@
 #include "eval_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -135,23 +136,20 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
   if (!target) return fail(target.error(), kExitUsage);
   auto task = LoadTask(args.task);
   if (!task) return fail(task.error(), kExitUsage);
-  for (const auto& o : args.overrides) {
-    auto eq = o.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return fail(Error{ErrorCode::kInvalidArgument,
-                        fmt::format("--set '{}': write NAME=VALUE, e.g. --set batch_size=16", o)},
-                  kExitUsage);
-    }
-    std::string value = o.substr(eq + 1);
-    if (nlohmann::json::parse(value, nullptr, false).is_discarded()) {
-      value = nlohmann::json(value).dump();  // a bare word is a string
-    }
-    task->overrides.push_back({o.substr(0, eq), value});
+  if (auto added = AddOverrides(*task, args.overrides); !added) {
+    return fail(added.error(), kExitUsage);
   }
   auto backend = NewBackend(*target);
+  if (auto usable = CheckRunsHere(*backend); !usable) return fail(usable.error(), kExitInfra);
   for (const auto& candidate : args.candidates) {
     if (!fs::exists(candidate)) {
       return fail(Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
+                  kExitUsage);
+    }
+    if (auto text = ReadFile(candidate);
+        text && text->find_first_not_of(" \t\r\n") == std::string::npos) {
+      return fail(Error{ErrorCode::kInvalidArgument,
+                        fmt::format("the candidate file {} is empty", candidate)},
                   kExitUsage);
     }
     if (auto kind = backend->KindOf(candidate); !kind) return fail(kind.error(), kExitUsage);
@@ -235,8 +233,8 @@ void AddEvalCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "eval",
       "Evaluate one candidate kernel against a task's PyTorch reference: compile, run in a "
-      "sandboxed runner on fresh secret inputs, compare, print and store the verdict.\n"
-      "Exit code: 0 all correct, 1 any other verdict, 2 bad input, 3 the task or KForge failed.");
+      "sandboxed runner on fresh secret inputs, compare, print and store the verdict.");
+  cmd->footer(ExitCodesFooter("eval"));
   cmd->add_option("task", args->task,
                   "The task: PROBLEM.py, DATASET.jsonl#N (problem_id N) or kernelbench:levelL#N")
       ->required();

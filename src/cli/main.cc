@@ -8,6 +8,7 @@
 #include "e2e_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
+#include "kforge/core/nearest_name.h"
 #include "profile_command.h"
 #include "run_command.h"
 #include "targets_command.h"
@@ -45,6 +46,21 @@ int main(int argc, char** argv) {
   kforge::AddReportCommand(app);
   kforge::AddCompareCommand(app);
 #endif
+  // A first word that names no subcommand: say so, with the nearest name (CLI11 alone says "A
+  // subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known |= sub->check_name(argv[1]);
+      if (!sub->get_group().empty()) names.push_back(sub->get_name());
+    }
+    if (!known) {
+      fmt::print(stderr, "kforge: unknown subcommand '{}'{}; `kforge --help` lists them\n",
+                 argv[1], kforge::DidYouMean(argv[1], names));
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

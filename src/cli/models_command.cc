@@ -1,4 +1,5 @@
 #include "models_command.h"
+#include "exit_codes.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -174,6 +175,7 @@ void AddModelsCommand(CLI::App& app) {
       "its key variable is set (or none is needed) and a TCP connection to its endpoint opens "
       "within 1.5 s. That probe connects to every listed endpoint over TCP (the public API hosts "
       "for the shipped entries) and sends nothing; --no-probe lists without connecting.");
+  models->footer(ExitCodesFooter("models"));
   models->add_option("--models", flags->files,
                      "Extra model registry file (TOML), read after the default and user files")
       ->check(CLI::ExistingFile);

@@ -1,4 +1,5 @@
 #include "profile_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -54,12 +55,8 @@ int RunProfile(const ProfileArgs& args) {
   if (!target) return fail(target.error().message, 2);
   auto task = LoadTask(args.task);
   if (!task) return fail(task.error().message, 2);
-  for (const auto& o : args.overrides) {
-    const auto eq = o.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return fail(fmt::format("--set '{}': write NAME=VALUE, e.g. --set batch_size=16", o), 2);
-    }
-    task->overrides.push_back({o.substr(0, eq), o.substr(eq + 1)});
+  if (auto added = AddOverrides(*task, args.overrides); !added) {
+    return fail(added.error().message, 2);
   }
   if (!args.reference && args.candidate.empty()) {
     return fail("give a CANDIDATE file, or --reference to profile the task's reference Model", 2);
@@ -68,6 +65,7 @@ int RunProfile(const ProfileArgs& args) {
     return fail(fmt::format("candidate {} does not exist", args.candidate), 2);
   }
   auto backend = NewBackend(*target);
+  if (auto usable = CheckRunsHere(*backend); !usable) return fail(usable.error().message, 3);
   profile::CaptureOptions options;
   options.tool = profile::DefaultTool(*backend);
   if (!args.tool.empty()) {
@@ -128,9 +126,8 @@ void AddProfileCommand(CLI::App& app) {
       "occupancy, stalls, launch overhead, the tool's hints. Correctness is not checked here "
       "(kforge eval does that).\n"
       "Tools: ncu (NVIDIA CUDA targets, --clock-control none), nsys, torch (torch.profiler in the "
-      "runner, any target), opencl (event profiling, OpenCL targets).\n"
-      "Exit code: 0 profiled, 1 the candidate failed under the profiler, 2 bad input or tool "
-      "missing, 3 KForge or the task failed.");
+      "runner, any target), opencl (event profiling, OpenCL targets).");
+  cmd->footer(ExitCodesFooter("profile"));
   cmd->add_option("task", args->task, "task: a problem file, FILE.jsonl#N or kernelbench:levelL#N");
   cmd->add_option("candidate", args->candidate, "the candidate's source file");
   cmd->add_option("--target,-t", args->target, "target, e.g. nvidia/cuda, cpu/cpp, cpu/opencl");

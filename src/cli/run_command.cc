@@ -1,4 +1,5 @@
 #include "run_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,6 +19,7 @@
 #include "kforge/core/files.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/evaluator.h"
+#include "kforge/eval/task_check.h"
 #include "kforge/llm/budget.h"
 #include "kforge/llm/call_failure.h"
 #include "kforge/llm/cassette.h"
@@ -194,11 +196,7 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
                                        .source = *source};
   }
   auto backend = NewBackend(*target);
-  if (Availability a = backend->Probe(); !a.usable()) {
-    std::string why = fmt::format("target {} cannot run here:", args.target);
-    for (const auto& m : a.missing) why += fmt::format("\n  - {}", m);
-    return fail(Error{ErrorCode::kUnavailable, why}, kExitInfra);
-  }
+  if (auto usable = CheckRunsHere(*backend); !usable) return fail(usable.error(), kExitInfra);
 
   llm::BudgetLimits limits;
   if (args.max_tokens > 0) limits.max_tokens = args.max_tokens;
@@ -207,6 +205,7 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   auto providers = MakeProviders(ProviderArgsOf(args), resuming, budget);
   if (!providers) return fail(providers.error(), kExitUsage);
 
+  const bool made_dir = !resuming && !fs::exists(run_dir);
   auto store = store::RunStore::Open(run_dir);
   if (!store) return fail(store.error(), kExitInfra);
   if (!resuming) {
@@ -243,6 +242,9 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   setup.options.samples = args.samples;
   if (args.max_time_s > 0) setup.options.max_wall_time = std::chrono::seconds(args.max_time_s);
   setup.on_progress = PrintProgress;
+  setup.check_task = [&backend, &eval_options](const Task& t) {
+    return CheckTasksRun({t}, *backend, eval_options);
+  };
   if (!args.no_profile) {
     setup.profile_summary = profile::MakeSummaryProfiler(compiler, eval_options, setup.task,
                                                          *backend, run_dir / "profiles");
@@ -251,7 +253,15 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   auto result = synth::Synthesizer(std::move(setup)).Run();
   if (!result) {
     (void)(*store)->FinishRun(run_id, store::RunStatus::kFailed);
-    return fail(result.error(), kExitInfra);
+    // A broken task (the check before the first prompt) is the user's to fix; the run did
+    // nothing, so it leaves no folder behind.
+    const bool usage = result.error().code == ErrorCode::kInvalidArgument;
+    if (usage && made_dir) {
+      store->reset();
+      std::error_code ec;
+      fs::remove_all(run_dir, ec);
+    }
+    return fail(result.error(), usage ? kExitUsage : kExitInfra);
   }
   // A permanent LLM failure ends the run (failed); any other stop leaves it resumable.
   const bool ended_by_model = result->call_failure == llm::CallFailureKind::kPermanent;
@@ -285,6 +295,33 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
                "again, continue it: kforge resume {}\n",
                run_dir.string());
     return kExitPaused;
+  }
+  if (result->interrupted && result->awaiting_answer) {
+    // A pause, not a failure: the prompt waits for the user's answer (the stop reason says
+    // which file to write).
+    if (!result->best_path.empty()) {
+      fmt::print("Best kernel so far: {} (correct)\n",
+                 fs::absolute(result->best_path).string());
+    }
+    fmt::print("Paused: write the answer where the line above says, then continue with: "
+               "kforge resume {}\n",
+               run_dir.string());
+    return kExitAnswerPause;
+  }
+  if (result->interrupted && !args.replay.empty()) {
+    // A replay stops only where its prompts left the recording: the input is to fix (the
+    // cassette, the command, or the match mode), not a result.
+    fmt::print(stderr,
+               "{}: the replay of {} stopped before the run's end ({}). A cassette recorded on "
+               "another machine needs --replay-match numbers; otherwise give the recording's "
+               "command (same task, target, iterations, samples, --no-profile).\n",
+               who, args.replay, result->stop_reason);
+    return kExitUsage;
+  }
+  if (!result->task_error.empty()) {
+    fmt::print(stderr, "{}: the task's reference failed, not the candidate: fix the task ({})\n",
+               who, result->task_error);
+    return kExitUsage;
   }
   if (result->best_path.empty()) {
     fmt::print(
@@ -430,10 +467,8 @@ void AddRunCommand(CLI::App& app) {
       "Synthesize a kernel for a task: the generation agent writes candidates, the harness checks "
       "them (guardrails, compile, correctness on fresh inputs), failures go back as feedback, and "
       "optimization passes follow the analysis agent's advice. Everything is stored in the run "
-      "directory; `kforge resume RUN_DIR` continues a run that was stopped.\n"
-      "Exit code: 0 a correct kernel, 1 none, 2 bad input (or the model refused for good: a bad "
-      "key, no quota, an unknown model), 3 KForge or the toolchain failed, 4 paused by the LLM "
-      "provider (it failed after its retries): `kforge resume RUN_DIR` continues.");
+      "directory; `kforge resume RUN_DIR` continues a run that was stopped.");
+  cmd->footer(ExitCodesFooter("run"));
   cmd->add_option("task", args->task,
                   "The task: SUITE.toml#ID, PROBLEM.py, DATASET.jsonl#N or kernelbench:levelL#N")
       ->required();
@@ -480,6 +515,7 @@ void AddResumeCommand(CLI::App& app) {
       "budget) with its "
       "stored configuration: finished LLM calls are answered from the run's store and finished "
       "evaluations are reused, so nothing is paid for or run twice.");
+  cmd->footer(ExitCodesFooter("resume"));
   cmd->add_option("run_dir", *run_dir, "The run directory, e.g. kforge-runs/run-20250101-...")
       ->required();
   cmd->add_option("--max-tokens", overrides->max_tokens,

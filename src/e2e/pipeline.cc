@@ -60,6 +60,7 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
   out.steps = result->steps;
   // Any failed LLM call leaves the site unfinished (a permanent one too: e2e runs again whole).
   out.interrupted = result->interrupted || result->call_failure.has_value();
+  out.awaiting_answer = result->awaiting_answer;
   out.stop_reason = result->stop_reason;
   if (!result->best_path.empty() && result->best && result->best->correct()) {
     out.correct = true;
@@ -156,6 +157,7 @@ Result<E2eOutcome> RunE2e(E2eSetup setup) {
     auto synthesized = SynthesizeStep(setup, site, *policy);
     if (!synthesized) return std::unexpected(synthesized.error());
     if (synthesized->interrupted) outcome.interrupted = true;
+    if (synthesized->awaiting_answer) outcome.awaiting_answer = true;
     if (synthesized->correct) {
       Step(setup, fmt::format("building the kernel of {}", site.name));
       BuildStep(setup, *synthesized);

@@ -313,6 +313,11 @@ std::string Verdict::ToText() const {
     out += "  physics   no calibration of this device: run `kforge calibrate --target " + target +
            "` for the speed-of-light fraction\n";
   }
+  if (timing) {
+    for (const std::string& w : TimingWarnings(*timing, eager_baseline)) {
+      out += fmt::format("  WARNING   {}\n", w);
+    }
+  }
   if (held_for_review) out += fmt::format("  HELD FOR REVIEW: {}\n", review_reason);
   out += fmt::format("  isolation {}\n", isolation);
   return out;

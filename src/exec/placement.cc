@@ -1,6 +1,10 @@
 #include "kforge/exec/placement.h"
 
+#include <fmt/format.h>
+
 #include <utility>
+
+#include "kforge/core/activity.h"
 
 namespace kforge::exec {
 namespace {
@@ -47,13 +51,20 @@ synth::EvaluateFn PlaceOnDevices(DeviceSlots& slots, DeviceEvaluateFn on_device,
   return [&slots, on_device = std::move(on_device), before = std::move(before), waiting_stop](
              const Task& task, const Backend& backend, const std::filesystem::path& candidate,
              std::stop_token stop) -> Verdict {
-    if (before) before(backend, candidate);
+    if (before) {
+      ScopedActivity activity("compiling");
+      before(backend, candidate);
+    }
     // Waiting ends on either token: one stop source fed by both.
     std::stop_source wait;
     std::stop_callback on_stop(stop, [&wait] { wait.request_stop(); });
     std::stop_callback on_waiting_stop(waiting_stop, [&wait] { wait.request_stop(); });
-    auto lease = slots.Acquire(wait.get_token());
+    auto lease = [&] {
+      ScopedActivity activity("waiting for a device");
+      return slots.Acquire(wait.get_token());
+    }();
     if (!lease) return Cancelled(task, backend, candidate);
+    ScopedActivity activity(fmt::format("evaluating on {}", lease->device().name));
     return on_device(lease->device(), task, backend, candidate, stop);
   };
 }

@@ -307,7 +307,9 @@ class LoadedCassette : public Cassette {
         call, model_id, first_unserved->index, first_unserved->line, path_,
         by_shape ? DescribeCanonicalDifference(first_unserved->shape_canonical, shape_canonical)
                  : DescribeCanonicalDifference(first_unserved->canonical_request, canonical),
-        by_shape ? " (compared with numbers, paths and measured text masked as '#')" : ""));
+        by_shape ? " (compared with numbers, paths and measured text masked as '#')"
+                 : "; a replay on another machine (other timings, profiles, paths) needs "
+                   "--replay-match numbers"));
   }
 
   int ServedByShape() const override {

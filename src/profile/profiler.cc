@@ -107,6 +107,16 @@ std::vector<std::string> NcuCommand(const fs::path& ncu, const fs::path& out) {
           "--force-overwrite", "--export", (out / "ncu").string()};
 }
 
+std::string MainExportName(Tool tool) {
+  switch (tool) {
+    case Tool::kNcu: return "ncu.raw.csv";
+    case Tool::kTorch: return "torch.json";
+    case Tool::kOpenCl: return "opencl.json";
+    case Tool::kNsys: return "nsys.cuda_gpu_kern_sum.csv";
+    default: return {};
+  }
+}
+
 Result<Profile> ParseCaptureFiles(Tool tool, const fs::path& dir) {
   auto read = [&](const char* name) { return ReadFile(dir / name); };
   switch (tool) {
@@ -213,13 +223,13 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
   return c;
 }
 
-std::function<Result<std::string>(const std::string&, const std::string&)> MakeSummaryProfiler(
+std::function<Result<AnalysisProfile>(const std::string&, const std::string&)> MakeSummaryProfiler(
     CompileService& compiler, EvalOptions eval_options, Task task, const Backend& backend,
     fs::path work_dir) {
   const Tool tool = DefaultTool(backend);
   if (backend.target().vendor == Vendor::kCpu && tool != Tool::kOpenCl) return {};
   return [&compiler, eval_options, task = std::move(task), &backend, work_dir, tool](
-             const std::string& file_name, const std::string& source) -> Result<std::string> {
+             const std::string& file_name, const std::string& source) -> Result<AnalysisProfile> {
     static std::atomic<int> counter{0};
     const fs::path dir = work_dir / fmt::format("profile-{}", counter++);
     std::error_code ec;
@@ -234,7 +244,11 @@ std::function<Result<std::string>(const std::string&, const std::string&)> MakeS
       return Unavailable(fmt::format("the profiled run ended {}: {}", capture->status,
                                      capture->diagnostics.substr(0, 500)));
     }
-    return Summarize(*capture->profile, DatasheetPeaks(capture->profile->device)).text;
+    AnalysisProfile summary;
+    summary.tool = ToolName(tool);
+    summary.text = Summarize(*capture->profile, DatasheetPeaks(capture->profile->device)).text;
+    if (auto raw = ReadFile(options.output_dir / MainExportName(tool))) summary.raw = std::move(*raw);
+    return summary;
   };
 }
 

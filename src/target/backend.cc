@@ -56,4 +56,14 @@ std::unique_ptr<Backend> NewBackend(const Target& target) {
   return nullptr;
 }
 
+Status CheckRunsHere(const Backend& backend) {
+  const Availability a = backend.Probe();
+  if (a.usable()) return Ok();
+  std::vector<std::string> missing = a.missing;
+  if (missing.empty()) missing.emplace_back(a.toolchain ? "no device" : "no toolchain");
+  return Unavailable(fmt::format(
+      "target {} cannot run here: {} (`kforge targets` shows what each target needs)",
+      backend.target().ToString(), fmt::join(missing, "; ")));
+}
+
 }  // namespace kforge

@@ -4,17 +4,20 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
 #include <fmt/ranges.h>
 
 #include "kforge/core/files.h"
+#include "kforge/core/nearest_name.h"
 
 namespace kforge {
 namespace {
@@ -161,6 +164,21 @@ Result<Override> OverrideFromToml(const std::string& name, const toml::node& nod
   return Override{name, nlohmann::json::parse(json.str()).dump()};  // compact form
 }
 
+// Every key of `table` must be one of `known`: a misspelled key (`overides`) would otherwise be
+// ignored, and the task would run at its full size.
+Status CheckKeys(const toml::table& table, const std::vector<std::string>& known,
+                 std::string_view where) {
+  for (const auto& [key, value] : table) {
+    const std::string name(key.str());
+    if (std::ranges::find(known, name) != known.end()) continue;
+    const auto& at = key.source().begin;
+    return InvalidArgument(fmt::format("{}{}: unknown key '{}'{}; the keys are {}", where,
+                                       at.line > 0 ? fmt::format(" (line {})", at.line) : "",
+                                       name, DidYouMean(name, known), fmt::join(known, ", ")));
+  }
+  return Ok();
+}
+
 }  // namespace
 
 std::string_view PrecisionPolicyName(PrecisionPolicy policy) {
@@ -210,6 +228,93 @@ Status ValidateTaskSource(std::string_view source, std::string_view origin) {
       "task {} is not a KernelBench problem: it lacks {} at the top level (a task defines the "
       "reference Model, get_inputs() and get_init_inputs())",
       origin, fmt::join(missing, ", ")));
+}
+
+std::vector<std::string> ModuleGlobals(std::string_view source) {
+  static const std::regex kAssign(
+      R"(^\s*((?:[A-Za-z_]\w*\s*,\s*)*[A-Za-z_]\w*)\s*,?\s*(?::[^=]*)?=(?!=))");
+  static const std::regex kName(R"([A-Za-z_]\w*)");
+  std::vector<std::string> names;
+  std::size_t body_indent = std::string::npos;  // inside a def or class deeper than this; npos: none
+  int depth = 0;                           // open brackets: a continuation line follows
+  std::optional<std::string> triple;       // inside a triple-quoted string opened by this
+  std::istringstream in{std::string(source)};
+  std::string line;
+  while (std::getline(in, line)) {
+    const bool continuation = depth > 0 || triple.has_value();
+    // Track strings and brackets over the line (comments end it).
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (triple) {
+        if (line.compare(i, 3, *triple) == 0) {
+          triple.reset();
+          i += 2;
+        }
+        continue;
+      }
+      const char c = line[i];
+      if (c == '#') break;
+      if (c == '"' || c == '\'') {
+        if (line.compare(i, 3, std::string(3, c)) == 0) {
+          triple = std::string(3, c);
+          i += 2;
+          continue;
+        }
+        for (++i; i < line.size() && line[i] != c; ++i) {
+          if (line[i] == '\\') ++i;
+        }
+        continue;
+      }
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+    }
+    if (continuation) continue;
+    const std::size_t indent = line.find_first_not_of(" \t");
+    if (indent == std::string::npos || line[indent] == '#') continue;
+    if (body_indent != std::string::npos && indent > body_indent) continue;
+    body_indent = std::string::npos;
+    const std::string_view text = std::string_view(line).substr(indent);
+    if (text.starts_with("def ") || text.starts_with("async def ") || text.starts_with("class ") ||
+        text.starts_with("@")) {
+      if (!text.starts_with("@")) body_indent = indent;
+      continue;
+    }
+    std::smatch m;
+    if (!std::regex_search(line, m, kAssign)) continue;
+    const std::string targets = m[1].str();
+    for (auto it = std::sregex_iterator(targets.begin(), targets.end(), kName);
+         it != std::sregex_iterator(); ++it) {
+      if (std::ranges::find(names, it->str()) == names.end()) names.push_back(it->str());
+    }
+  }
+  return names;
+}
+
+Status CheckOverrides(const Task& task) {
+  const std::vector<std::string> globals = ModuleGlobals(task.source);
+  for (const Override& o : task.overrides) {
+    if (std::ranges::find(globals, o.name) != globals.end()) continue;
+    return InvalidArgument(fmt::format(
+        "task {} ({}) has no module-level global '{}' to override{}; its globals: {}", task.name,
+        task.origin, o.name, DidYouMean(o.name, globals),
+        globals.empty() ? std::string("none") : fmt::format("{}", fmt::join(globals, ", "))));
+  }
+  return Ok();
+}
+
+Status AddOverrides(Task& task, const std::vector<std::string>& name_equals_value) {
+  for (const auto& o : name_equals_value) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument(
+          fmt::format("--set '{}': write NAME=VALUE, e.g. --set batch_size=16", o));
+    }
+    std::string value = o.substr(eq + 1);
+    if (nlohmann::json::parse(value, nullptr, false).is_discarded()) {
+      value = nlohmann::json(value).dump();  // a bare word is a string
+    }
+    task.overrides.push_back({o.substr(0, eq), value});
+  }
+  return CheckOverrides(task);
 }
 
 Result<Task> LoadTask(std::string_view spec, const fs::path& base_dir) {
@@ -294,6 +399,7 @@ Result<Suite> LoadSuite(const fs::path& path) {
     return ParseError(fmt::format("{}:{}:{}: {}", path.string(), err.source().begin.line,
                                   err.source().begin.column, err.description()));
   }
+  KFORGE_RETURN_IF_ERROR(CheckKeys(root, {"name", "description", "task"}, path.string()));
   Suite suite;
   suite.name = root["name"].value_or(path.stem().string());
   suite.description = root["description"].value_or(std::string());
@@ -308,6 +414,7 @@ Result<Suite> LoadSuite(const fs::path& path) {
     const toml::table* entry = node.as_table();
     std::string where = fmt::format("{} (task {})", path.string(), index);
     if (entry == nullptr) return InvalidArgument(fmt::format("{}: not a table", where));
+    KFORGE_RETURN_IF_ERROR(CheckKeys(*entry, {"id", "source", "policy", "overrides"}, where));
     auto source = (*entry)["source"].value<std::string>();
     if (!source) {
       return InvalidArgument(fmt::format(
@@ -331,6 +438,9 @@ Result<Suite> LoadSuite(const fs::path& path) {
         if (!o) return std::unexpected(o.error());
         task->overrides.push_back(std::move(*o));
       }
+    }
+    if (auto checked = CheckOverrides(*task); !checked) {
+      return std::unexpected(Error{checked.error().code, where + ": " + checked.error().message});
     }
     suite.tasks.push_back(std::move(*task));
   }

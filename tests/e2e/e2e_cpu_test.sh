@@ -46,7 +46,10 @@ print("result.json: outputs match at batch 1, 4, 8; kernels called:",
       {k: v["kernel_calls"] for k, v in m["coverage"].items()})
 PY
 
-"$KFORGE" export "$RUN" --as torch-op --out "$WORK/pkg" --package kforge_ops_tiny
+"$KFORGE" export "$RUN" --as torch-op --out "$WORK/pkg" --package kforge_ops_tiny | tee "$WORK/export.txt"
+# The install advice works on Debian's system Python (PEP 668): a venv, not a bare pip install.
+grep -q "python3 -m venv --system-site-packages venv" "$WORK/export.txt"
+grep -q "venv/bin/pip install --no-build-isolation --no-index $WORK/pkg" "$WORK/export.txt"
 "$PYTHON" -m venv --system-site-packages "$WORK/venv"
 "$WORK/venv/bin/pip" install -q --no-build-isolation --no-index "$WORK/pkg"
 

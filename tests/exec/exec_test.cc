@@ -148,6 +148,76 @@ TEST(BenchProgress, DegenerateAndHeldTasksAreReportedApart) {
   std::fclose(out);
 }
 
+// The live view on a terminal: the clock moves between events, each row says what its task is
+// doing, a paused task is not "done", a task that never started is counted as nothing, notes go
+// above the view, and no frame line is wider than the terminal (80 columns for a file).
+TEST(BenchProgress, TheLiveViewShowsTheRealPhaseAndAMovingClock) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  auto text = [out] {
+    std::fflush(out);
+    std::rewind(out);
+    std::string all;
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, out)) > 0) all.append(buffer, n);
+    std::fseek(out, 0, SEEK_END);
+    return all;
+  };
+  {
+    BenchProgress progress(out, /*tty=*/true,
+                           {"relu", "softmax", "a_task_with_a_very_long_name_that_goes_on_and_on"},
+                           3, nullptr);
+    progress.OnTaskStarted(0);
+    progress.OnTaskStarted(2);
+    progress.OnActivity(0, "waiting for answer 3");
+    progress.OnActivity(2, "evaluating on cpu");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2300));  // no event: the clock ticks
+    const std::string running = text();
+    EXPECT_NE(running.find("waiting for answer 3"), std::string::npos) << running;
+    EXPECT_NE(running.find("evaluating on cpu"), std::string::npos) << running;
+    EXPECT_NE(running.find(" · 2s"), std::string::npos) << "the clock did not move: " << running;
+    progress.Note("stopping (Ctrl-C): no new step starts");
+    TaskOutcome paused;
+    paused.state = TaskState::kInterrupted;
+    paused.awaiting_answer = true;
+    paused.stop_reason = "paused: waiting for answer 3: write it to /x/0003-answer.md";
+    progress.OnTaskFinished(0, paused);
+    TaskOutcome stopped;
+    stopped.state = TaskState::kInterrupted;
+    stopped.stop_reason = "stopped on request (resumable)";
+    progress.OnTaskFinished(2, stopped);
+    const std::string line = progress.SummaryLine();
+    EXPECT_NE(line.find("0/3 tasks done · 1 paused (waiting for answers) · 1 stopped (resumable)"),
+              std::string::npos)
+        << line;
+    progress.Finish();
+  }
+  const std::string all = text();
+  EXPECT_NE(all.find("[relu] paused: no correct kernel · no speedup · paused: waiting for answer 3: "
+                     "write it to /x/0003-answer.md\n"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("stopping (Ctrl-C): no new step starts\n"), std::string::npos) << all;
+  // Frame lines end with "\x1b[K"; none is wider than 80 characters.
+  std::istringstream lines(all);
+  for (std::string l; std::getline(lines, l);) {
+    const auto at = l.rfind("\x1b[K");
+    if (at == std::string::npos) continue;
+    std::string shown = l.substr(0, at);
+    while (shown.find("\x1b[") != std::string::npos) {
+      const auto esc = shown.find("\x1b[");
+      const auto end = shown.find_first_of("ABCDHJK", esc + 2);
+      shown.erase(esc, end - esc + 1);
+    }
+    std::erase(shown, '\r');
+    std::size_t columns = 0;
+    for (unsigned char c : shown) columns += (c & 0xC0) != 0x80 ? 1 : 0;
+    EXPECT_LE(columns, 80u) << shown;
+  }
+  std::fclose(out);
+}
+
 TEST(BenchRunner, SyntheticBenchStoresEveryCandidateWithinALooseOverheadBound) {
   const fs::path dir = TempDir("kforge-exec-bench");
   auto r = testing::RunSyntheticBench(dir, 40, 5, 3, 8, nullptr, kSource / "templates");

@@ -191,6 +191,8 @@ TEST(CassetteTest, DivergingRunNamesTheFirstDifferingRequest) {
   EXPECT_NE(m.find("differs at character 23"), std::string::npos) << m;
   EXPECT_NE(m.find("tiles of 32"), std::string::npos) << m;
   EXPECT_NE(m.find("tiles of 64"), std::string::npos) << m;
+  // An exact replay names the flag that lets numbers and measured text differ between machines.
+  EXPECT_NE(m.find("--replay-match numbers"), std::string::npos) << m;
 
   // A changed option is named too.
   Request hotter = Conversation("step two: use tiles of 32");

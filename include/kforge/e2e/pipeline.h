@@ -68,6 +68,7 @@ struct SiteOutcome {
   int steps = 0;
   std::string stop_reason;
   bool interrupted = false;  // an LLM call failed (an unanswered inbox prompt): resumable
+  bool awaiting_answer = false;  // ... a prompt waits for a person's answer (inbox)
 };
 
 struct E2eOutcome {
@@ -76,6 +77,7 @@ struct E2eOutcome {
   std::optional<Measurement> measurement;  // unset when no kernel could be put in
   std::string not_measured;                // why, when unset
   bool interrupted = false;                // an LLM call failed (an unanswered inbox prompt)
+  bool awaiting_answer = false;            // a site's prompt waits for a person's answer
   // The integration was applied and eager+kforge matched eager at every batch size (logits within
   // tolerance and the same greedy tokens at every step).
   bool Matches() const;

@@ -14,10 +14,12 @@
 #ifndef KFORGE_EXEC_BENCH_RUNNER_H_
 #define KFORGE_EXEC_BENCH_RUNNER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kforge/core/error.h"
@@ -50,6 +52,7 @@ struct TaskOutcome {
   // The task's loop ended on a failed LLM call (synth::SynthesisResult::call_failure): kTransient
   // leaves it kInterrupted (resumable), kPermanent makes it kFailed with the call's message.
   std::optional<llm::CallFailureKind> call_failure;
+  bool awaiting_answer = false;  // stopped at a prompt waiting for a person's answer (inbox)
 
   bool correct() const { return best && best->correct(); }
   // The best candidate's speedup against PyTorch eager, when it is correct and was timed.
@@ -66,6 +69,9 @@ class BenchObserver {
   virtual ~BenchObserver() = default;
   virtual void OnTaskStarted(std::size_t /*task*/) {}
   virtual void OnStep(std::size_t /*task*/, const synth::ProgressEvent& /*event*/) {}
+  // What the task is doing now (core/activity.h: "generating", "compiling", ...); empty between
+  // steps.
+  virtual void OnActivity(std::size_t /*task*/, std::string_view /*activity*/) {}
   virtual void OnTaskFinished(std::size_t /*task*/, const TaskOutcome& /*outcome*/) {}
 };
 
@@ -82,6 +88,9 @@ struct BenchSetup {
   synth::SynthesisOptions options;         // per task
   int jobs = 0;                            // tasks at once; 0: min(tasks, 16)
   BenchObserver* observer = nullptr;       // optional
+  // Called once with every task before any starts (eval/task_check.h: each task run once); its
+  // error ends RunBench before the first prompt. Unset: not checked.
+  std::function<Status(const std::vector<Task>&)> check_tasks;
   std::stop_token stop;
   std::stop_token abandon;
   llm::CancellationToken cancel_calls;
@@ -90,6 +99,7 @@ struct BenchSetup {
 struct BenchResult {
   std::vector<TaskOutcome> tasks;  // in suite order
   bool interrupted = false;        // a task did not finish: stopped, failed LLM call or store error
+  int awaiting_answer = 0;         // tasks stopped at a prompt waiting for a person's answer
   int correct = 0;
   int steps = 0;
 };

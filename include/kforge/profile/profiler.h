@@ -19,6 +19,7 @@
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/profile/profile.h"
+#include "kforge/prompt/analysis_profile.h"
 #include "kforge/target/backend.h"
 #include "kforge/task/task.h"
 
@@ -65,14 +66,19 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
                                const std::filesystem::path& candidate,
                                const CaptureOptions& options, std::stop_token stop = {});
 
+// The name of the tool's main export in a capture folder ("ncu.raw.csv", "torch.json",
+// "opencl.json", "nsys.cuda_gpu_kern_sum.csv"); empty for tools that capture nothing here.
+std::string MainExportName(Tool tool);
+
 // Parses the raw files of a capture folder (the names Capture::files uses) for `tool`.
 Result<Profile> ParseCaptureFiles(Tool tool, const std::filesystem::path& dir);
 
 // For the synthesis loop (synth::SynthesisSetup::profile_summary): a function that writes a
 // candidate's source under `work_dir`, captures it with DefaultTool(backend) and returns the
-// reducer's summary. Empty (no profile pass) where the default tool gives no kernel-level signal:
-// CPU targets other than OpenCL. Borrows `compiler` and `backend`: they must outlive it.
-std::function<Result<std::string>(const std::string&, const std::string&)> MakeSummaryProfiler(
+// tool's name, the reducer's summary and the tool's main export. Empty (no profile pass) where
+// the default tool gives no kernel-level signal: CPU targets other than OpenCL. Borrows
+// `compiler` and `backend`: they must outlive it.
+std::function<Result<AnalysisProfile>(const std::string&, const std::string&)> MakeSummaryProfiler(
     CompileService& compiler, EvalOptions eval_options, Task task, const Backend& backend,
     std::filesystem::path work_dir);
 

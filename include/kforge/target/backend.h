@@ -86,6 +86,11 @@ class Backend {
 // The backend for `target.model`.
 std::unique_ptr<Backend> NewBackend(const Target& target);
 
+// Ok when `backend` can run candidates on this machine (Probe()), else kUnavailable with one
+// line naming the target and each missing piece: the one check of every command that runs
+// candidates (eval, run, bench, calibrate, profile, e2e), so that each says the same thing.
+Status CheckRunsHere(const Backend& backend);
+
 std::unique_ptr<Backend> NewCudaBackend(const Target& target);
 std::unique_ptr<Backend> NewTritonBackend(const Target& target);
 std::unique_ptr<Backend> NewCuteBackend(const Target& target);

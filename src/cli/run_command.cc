@@ -22,7 +22,6 @@
 #include "kforge/llm/provider_factory.h"
 #include "kforge/llm/registry.h"
 #include "kforge/profile/profiler.h"
-#include "kforge/prompt/candidate_format.h"
 #include "kforge/store/run_store.h"
 #include "kforge/synth/synthesizer.h"
 #include "kforge/target/backend.h"
@@ -274,7 +273,7 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   fmt::print("Best kernel: {} (correct; sample {}, iteration {})\n", best.string(),
              result->best->sample, result->best->iteration + 1);
   fmt::print("Check it:    {}\n", EvalCommandFor(*task, args.task, best, args.target));
-  const CandidateFormat& format = CandidateFormatOf(target->model);
+  const CandidateFormat& format = backend->format();
   if (format.kind == CandidateKind::kNative) {
     fmt::print("Use it:      it defines {}; the C ABI is {}\n", format.requirement,
                (KforgeHome() / "runner/kforge_runner/abi/kforge_kernel.h").string());

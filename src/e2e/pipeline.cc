@@ -7,7 +7,7 @@
 
 #include "kforge/core/files.h"
 #include "kforge/profile/profiler.h"
-#include "kforge/prompt/candidate_format.h"
+#include "kforge/target/backend.h"
 #include "kforge/synth/synthesizer.h"
 #include "kforge/task/task.h"
 
@@ -70,7 +70,7 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
 
 // Step 3: the winner built into e2e/kernels/<site>.<so>, where its ABI allows integration.
 void BuildStep(const E2eSetup& setup, SiteOutcome& site) {
-  const CandidateFormat& format = CandidateFormatOf(setup.synthesis.backend->target().model);
+  const CandidateFormat& format = setup.synthesis.backend->format();
   if (format.kind != CandidateKind::kNative) {
     site.not_integrated = fmt::format(
         "{} kernels are Python modules (ModelNew); kforge e2e integrates native C-ABI kernels "

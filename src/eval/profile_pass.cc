@@ -116,15 +116,12 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
   cand_job.task = &task;
   cand_job.device = backend.RunnerDevice();
   cand_job.kind = kind_name;
-  const bool native_model = backend.target().model == ProgrammingModel::kCuda ||
-                            backend.target().model == ProgrammingModel::kCpp ||
-                            backend.target().model == ProgrammingModel::kHip;
-  cand_job.backend = kind_name == "module" && (native_model || request.reference)
-                         ? "kernelbench"
-                         : backend.RunnerBackendName();
+  const bool compat = kind_name == "module" && backend.traits().kernelbench_compat;
+  cand_job.backend = compat || request.reference ? "kernelbench" : backend.RunnerBackendName();
   cand_job.artifact = artifact;
   if (kind_name != "native") cand_job.source_file = candidate_file;
   cand_job.opencl_platform = backend.OpenClPlatform();
+  cand_job.stream_handle = std::string(StreamHandleName(backend.traits().stream));
   cand_job.init_seed = ref_job.init_seed;
   cand_job.inputs_dir = s.inputs_dir();
   cand_job.outputs_dir = s.cand_dir();

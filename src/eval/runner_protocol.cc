@@ -210,6 +210,7 @@ std::string CandidateJobJson(const CandidateJob& job) {
   if (!job.artifact.empty()) candidate["artifact"] = job.artifact.string();
   if (!job.source_file.empty()) candidate["source_file"] = job.source_file.string();
   if (!job.opencl_platform.empty()) candidate["opencl_platform"] = job.opencl_platform;
+  if (!job.stream_handle.empty()) candidate["stream_handle"] = job.stream_handle;
   json j = {{"protocol", kRunnerProtocolVersion},
             {"phase", "candidate"},
             {"task", TaskJson(job.task_file, *job.task)},

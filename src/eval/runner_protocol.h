@@ -43,7 +43,8 @@ struct CandidateJob {
   const Task* task = nullptr;
   std::string device;
   std::string kind;                   // native, opencl, module
-  std::string backend;                // runner backend name
+  std::string backend;                // runner backend name (for messages)
+  std::string stream_handle;          // native: what kforge_forward's stream is (StreamHandleName)
   std::filesystem::path artifact;     // native
   std::filesystem::path source_file;  // opencl, module
   std::string opencl_platform;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
@@ -18,9 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool IsCudaTarget(const Backend& backend) {
-  return backend.target().vendor == Vendor::kNvidia &&
-         backend.target().model != ProgrammingModel::kOpenCl;
+// Whether the backend lists `tool` among the profilers of its candidates.
+bool Lists(const Backend& backend, Tool tool) {
+  const auto& tools = backend.traits().profilers;
+  return std::find(tools.begin(), tools.end(), ToolName(tool)) != tools.end();
 }
 
 // Runs an export command; its stdout is the file's content.
@@ -63,25 +65,30 @@ std::optional<fs::path> FindTool(std::string_view name) {
 }
 
 Tool DefaultTool(const Backend& backend) {
-  if (backend.target().model == ProgrammingModel::kOpenCl) return Tool::kOpenCl;
-  if (IsCudaTarget(backend) && FindTool("ncu")) return Tool::kNcu;
+  // The backend's first profiler that can run here: a vendor tool only where it is installed.
+  for (const std::string& name : backend.traits().profilers) {
+    const std::optional<Tool> tool = ParseToolName(name);
+    if (!tool) continue;
+    if ((*tool == Tool::kNcu || *tool == Tool::kNsys) && !FindTool(name)) continue;
+    return *tool;
+  }
   return Tool::kTorch;
 }
 
 Status CheckTool(Tool tool, const Backend& backend) {
   const std::string target = backend.target().ToString();
   switch (tool) {
-    case Tool::kTorch: return Ok();
+    case Tool::kTorch:
     case Tool::kOpenCl:
-      if (backend.target().model != ProgrammingModel::kOpenCl) {
-        return InvalidArgument(fmt::format("--tool opencl profiles OpenCL candidates; {} is not an "
-                                           "opencl target (use --tool torch)", target));
+      if (!Lists(backend, tool)) {
+        return InvalidArgument(fmt::format("--tool {} does not profile {} candidates (use --tool {})",
+                                           ToolName(tool), target, ToolName(DefaultTool(backend))));
       }
       return Ok();
     case Tool::kNcu:
     case Tool::kNsys: {
       const std::string name = ToolName(tool);
-      if (!IsCudaTarget(backend)) {
+      if (!Lists(backend, tool)) {
         return InvalidArgument(fmt::format("--tool {} needs an NVIDIA CUDA target, not {}", name, target));
       }
       if (!FindTool(name)) {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "kforge/core/files.h"
-#include "kforge/prompt/candidate_format.h"
+#include "kforge/target/backend.h"
 #include "kforge/prompt/prompt_renderer.h"
 
 namespace kforge {

@@ -4,6 +4,7 @@
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
+#include "formats.h"
 
 namespace kforge {
 namespace {
@@ -15,10 +16,19 @@ std::string Compiler() {
 
 class CppBackend : public Backend {
  public:
-  explicit CppBackend(Target target) : target_(std::move(target)) {}
+  explicit CppBackend(Target target)
+      : target_(std::move(target)),
+        traits_{.title = "C++ with OpenMP",
+                .format = backends::NativeFormat(ProgrammingModel::kCpp, "kernel.cpp", "cpp",
+                                                 {".cpp", ".cc"}, {}),
+                .kernelbench_compat = true,
+                .stream = StreamHandle::kNone,
+                .templates = "cpp",
+                .profilers = {"torch"},
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".cpp", ".cc"}; }
+  const ModelTraits& traits() const override { return traits_; }
   std::string RunnerDevice() const override { return "cpu"; }
 
   Availability Probe() const override {
@@ -57,6 +67,7 @@ class CppBackend : public Backend {
 
  private:
   Target target_;
+  ModelTraits traits_;
 };
 
 }  // namespace

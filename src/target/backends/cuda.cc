@@ -5,6 +5,7 @@
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
+#include "formats.h"
 
 namespace kforge {
 namespace {
@@ -44,10 +45,19 @@ std::string NvccVersion(const std::string& nvcc) {
 
 class CudaBackend : public Backend {
  public:
-  explicit CudaBackend(Target target) : target_(std::move(target)) {}
+  explicit CudaBackend(Target target)
+      : target_(std::move(target)),
+        traits_{.title = "CUDA C++",
+                .format = backends::NativeFormat(ProgrammingModel::kCuda, "kernel.cu", "cuda",
+                                                 {".cu"}, {"cuda", "cu"}),
+                .kernelbench_compat = true,
+                .stream = StreamHandle::kCudaStream,
+                .templates = "cuda",
+                .profilers = backends::NvidiaProfilers(),
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".cu"}; }
+  const ModelTraits& traits() const override { return traits_; }
   std::string RunnerDevice() const override { return "cuda:0"; }
 
   Availability Probe() const override {
@@ -92,6 +102,7 @@ class CudaBackend : public Backend {
 
  private:
   Target target_;
+  ModelTraits traits_;
 };
 
 }  // namespace

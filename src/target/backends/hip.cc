@@ -6,16 +6,26 @@
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
+#include "formats.h"
 
 namespace kforge {
 namespace {
 
 class HipBackend : public Backend {
  public:
-  explicit HipBackend(Target target) : target_(std::move(target)) {}
+  explicit HipBackend(Target target)
+      : target_(std::move(target)),
+        traits_{.title = "HIP C++",
+                .format = backends::NativeFormat(ProgrammingModel::kHip, "kernel.hip", "cpp",
+                                                 {".hip"}, {"hip"}),
+                .kernelbench_compat = true,
+                .stream = StreamHandle::kHipStream,
+                .templates = "hip",
+                .profilers = {"torch"},
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".hip"}; }
+  const ModelTraits& traits() const override { return traits_; }
   std::string RunnerDevice() const override { return "cuda:0"; }  // ROCm torch keeps the name
 
   Availability Probe() const override {
@@ -55,6 +65,7 @@ class HipBackend : public Backend {
 
  private:
   Target target_;
+  ModelTraits traits_;
 };
 
 }  // namespace

@@ -4,16 +4,25 @@
 
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
+#include "formats.h"
 
 namespace kforge {
 namespace {
 
 class OpenClBackend : public Backend {
  public:
-  explicit OpenClBackend(Target target) : target_(std::move(target)) {}
+  explicit OpenClBackend(Target target)
+      : target_(std::move(target)),
+        traits_{.title = "OpenCL C",
+                .format = backends::OpenClFormat(ProgrammingModel::kOpenCl),
+                .kernelbench_compat = false,
+                .stream = StreamHandle::kNone,  // launch() gets the queue itself
+                .templates = "opencl",
+                .profilers = {"opencl", "torch"},
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".py"}; }
+  const ModelTraits& traits() const override { return traits_; }
 
   std::string RunnerDevice() const override {
     // The reference runs where torch is fastest for this vendor; the kernel runs on OpenCL.
@@ -63,6 +72,7 @@ class OpenClBackend : public Backend {
 
  private:
   Target target_;
+  ModelTraits traits_;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "formats.h"
 #include "kforge/target/probe.h"
 
 namespace kforge {
@@ -13,7 +14,7 @@ class PythonDslBackend : public Backend {
       : target_(std::move(target)), spec_(std::move(spec)) {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".py"}; }
+  const ModelTraits& traits() const override { return spec_.traits; }
   std::string RunnerDevice() const override { return spec_.device; }
 
   Availability Probe() const override {
@@ -50,7 +51,18 @@ std::unique_ptr<Backend> NewPythonDslBackend(const Target& target, PythonDslSpec
 }
 
 std::unique_ptr<Backend> NewTritonBackend(const Target& target) {
-  PythonDslSpec spec{.module = "triton",
+  StaticRuleSet rules;
+  rules.implicit_tf32_calls = {"triton.language.dot"};
+  PythonDslSpec spec{.traits = {.title = "Triton",
+                                .format = backends::ModuleFormat(ProgrammingModel::kTriton),
+                                .kernelbench_compat = false,
+                                .stream = StreamHandle::kNone,
+                                .templates = "triton",
+                                .profilers = target.vendor == Vendor::kNvidia
+                                                 ? backends::NvidiaProfilers()
+                                                 : std::vector<std::string>{"torch"},
+                                .static_rules = rules},
+                     .module = "triton",
                      .install_hint = "pip install triton (it ships with CUDA/ROCm builds of torch)",
                      .device = target.vendor == Vendor::kIntel ? "xpu:0" : "cuda:0",
                      .device_module = "torch.cuda",
@@ -59,7 +71,14 @@ std::unique_ptr<Backend> NewTritonBackend(const Target& target) {
 }
 
 std::unique_ptr<Backend> NewCuteBackend(const Target& target) {
-  PythonDslSpec spec{.module = "cutlass",
+  PythonDslSpec spec{.traits = {.title = "CuTe DSL (CUTLASS Python)",
+                                .format = backends::ModuleFormat(ProgrammingModel::kCute),
+                                .kernelbench_compat = false,
+                                .stream = StreamHandle::kNone,
+                                .templates = "cute",
+                                .profilers = backends::NvidiaProfilers(),
+                                .static_rules = {}},
+                     .module = "cutlass",
                      .install_hint = "pip install nvidia-cutlass-dsl (CuTe DSL)",
                      .device = "cuda:0",
                      .device_module = "torch.cuda",
@@ -69,7 +88,14 @@ std::unique_ptr<Backend> NewCuteBackend(const Target& target) {
 
 std::unique_ptr<Backend> NewMetalBackend(const Target& target) {
   // Metal shaders are compiled at run time by torch.mps.compile_shader (PyTorch >= 2.6 on macOS).
-  PythonDslSpec spec{.module = "torch.mps",
+  PythonDslSpec spec{.traits = {.title = "Metal Shading Language",
+                                .format = backends::ModuleFormat(ProgrammingModel::kMetal),
+                                .kernelbench_compat = false,
+                                .stream = StreamHandle::kNone,
+                                .templates = "metal",
+                                .profilers = {"torch"},
+                                .static_rules = {}},
+                     .module = "torch.mps",
                      .install_hint = "needs macOS with PyTorch >= 2.6 (torch.mps.compile_shader)",
                      .device = "mps",
                      .device_module = "torch.mps.available",

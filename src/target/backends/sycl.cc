@@ -6,16 +6,26 @@
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
+#include "formats.h"
 
 namespace kforge {
 namespace {
 
 class SyclBackend : public Backend {
  public:
-  explicit SyclBackend(Target target) : target_(std::move(target)) {}
+  explicit SyclBackend(Target target)
+      : target_(std::move(target)),
+        traits_{.title = "SYCL 2020 C++",
+                .format = backends::NativeFormat(ProgrammingModel::kSycl, "kernel.cpp", "cpp",
+                                                 {".cpp", ".sycl"}, {"sycl"}),
+                .kernelbench_compat = true,
+                .stream = StreamHandle::kSyclQueue,
+                .templates = "sycl",
+                .profilers = {"torch"},
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".cpp", ".sycl"}; }
+  const ModelTraits& traits() const override { return traits_; }
   std::string RunnerDevice() const override { return "xpu:0"; }
 
   Availability Probe() const override {
@@ -60,6 +70,7 @@ class SyclBackend : public Backend {
 
  private:
   Target target_;
+  ModelTraits traits_;
 };
 
 }  // namespace

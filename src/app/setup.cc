@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -58,22 +59,27 @@ Status CheckRunsHere(const Backend& backend) {
 
 Setup::~Setup() = default;
 
-Result<std::unique_ptr<Setup>> Setup::Build(const RunConfig& config, SetupOptions options) {
+std::expected<std::unique_ptr<Setup>, SetupError> Setup::Build(const RunConfig& config,
+                                                               SetupOptions options) {
+  auto input = [](Error e) { return std::unexpected(SetupError{std::move(e), true}); };
+  auto machine = [](Error e) { return std::unexpected(SetupError{std::move(e), false}); };
   std::unique_ptr<Setup> s(new Setup());
   s->config_ = config;
   s->options_ = std::move(options);
   auto target = Target::Parse(config.target);
-  if (!target) return std::unexpected(target.error());
+  if (!target) return input(target.error());
   s->target_ = *target;
   if (config.iterations < 1 || config.samples < 1) {
-    return InvalidArgument("--iterations and --samples must be at least 1");
+    return input(Error{ErrorCode::kInvalidArgument,
+                       "--iterations and --samples must be at least 1"});
   }
   auto translate_from = TranslationSourceOf(config);
-  if (!translate_from) return std::unexpected(translate_from.error());
+  if (!translate_from) return input(translate_from.error());
   s->translate_from_ = std::move(*translate_from);
   s->backend_ = NewBackend(s->target_);
-  if (s->options_.probe) KFORGE_RETURN_IF_ERROR(CheckRunsHere(*s->backend_));
-
+  if (s->options_.probe) {
+    if (auto runs = CheckRunsHere(*s->backend_); !runs) return machine(runs.error());
+  }
   if (s->options_.providers) {
     const int share = std::max(1, s->options_.budget_share);
     llm::BudgetLimits limits;
@@ -81,12 +87,12 @@ Result<std::unique_ptr<Setup>> Setup::Build(const RunConfig& config, SetupOption
     if (config.max_cost > 0) limits.max_usd = config.max_cost / share;
     s->budget_ = std::make_shared<llm::Budget>(limits);
     auto providers = MakeProviders(config.models, s->options_.resuming, s->budget_);
-    if (!providers) return std::unexpected(providers.error());
+    if (!providers) return input(providers.error());
     s->providers_ = std::move(*providers);
   }
   if (!s->options_.run_dir.empty()) {
     auto store = store::RunStore::Open(s->options_.run_dir);
-    if (!store) return std::unexpected(store.error());
+    if (!store) return machine(store.error());
     s->store_ = std::move(*store);
   }
   s->compiler_ = std::make_unique<CompileService>();
@@ -103,12 +109,10 @@ synth::SynthesisOptions Setup::synthesis_options() const {
   return o;
 }
 
-synth::SynthesisSetup Setup::SynthesisFor(const Task& task, const std::string& run_id,
-                                          const fs::path& profiles_dir) {
+synth::SynthesisSetup Setup::SynthesisTemplate(const std::string& run_id) {
   synth::SynthesisSetup s;
   s.store = store_.get();
   s.run_id = run_id;
-  s.task = task;
   s.backend = backend_.get();
   s.evaluator = evaluator_.get();
   s.generation_provider = providers_.generation;
@@ -116,6 +120,13 @@ synth::SynthesisSetup Setup::SynthesisFor(const Task& task, const std::string& r
   s.budget = budget_;
   s.translate_from = translate_from_;
   s.options = synthesis_options();
+  return s;
+}
+
+synth::SynthesisSetup Setup::SynthesisFor(const Task& task, const std::string& run_id,
+                                          const fs::path& profiles_dir) {
+  synth::SynthesisSetup s = SynthesisTemplate(run_id);
+  s.task = task;
   CompleteSynthesis(s, profiles_dir);
   return s;
 }

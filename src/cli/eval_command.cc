@@ -10,7 +10,7 @@
 #include <optional>
 #include <random>
 
-#include "kforge/eval/compile_service.h"
+#include "kforge/app/setup.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/store/run_store.h"
 #include "kforge/target/backend.h"
@@ -131,8 +131,6 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     fmt::print(stderr, "kforge eval: {}\n", e.message);
     return code;
   };
-  auto target = Target::Parse(args.target);
-  if (!target) return fail(target.error(), kExitUsage);
   auto task = LoadTask(args.task);
   if (!task) return fail(task.error(), kExitUsage);
   for (const auto& o : args.overrides) {
@@ -147,14 +145,6 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
       value = nlohmann::json(value).dump();  // a bare word is a string
     }
     task->overrides.push_back({o.substr(0, eq), value});
-  }
-  auto backend = NewBackend(*target);
-  for (const auto& candidate : args.candidates) {
-    if (!fs::exists(candidate)) {
-      return fail(Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
-                  kExitUsage);
-    }
-    if (auto kind = backend->KindOf(candidate); !kind) return fail(kind.error(), kExitUsage);
   }
   EvalOptions options;
   options.trials = args.trials;
@@ -175,6 +165,26 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     if (!policy) return fail(policy.error(), kExitUsage);
     options.policy = *policy;
   }
+  // The composition root: target, backend, compile service and evaluator. No probe: a target
+  // that cannot run here gets a verdict saying what is missing.
+  app::RunConfig config;
+  config.kind = store::RunKind::kEval;
+  config.target = args.target;
+  config.profile = false;
+  auto root = app::Setup::Build(
+      config, app::SetupOptions{.probe = false, .providers = false, .resuming = false,
+                                .run_dir = {}, .eval = options, .budget_share = 1});
+  if (!root) {
+    return fail(root.error().error, root.error().user_input ? kExitUsage : kExitInfra);
+  }
+  const Backend* backend = &(*root)->backend();
+  for (const auto& candidate : args.candidates) {
+    if (!fs::exists(candidate)) {
+      return fail(Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
+                  kExitUsage);
+    }
+    if (auto kind = backend->KindOf(candidate); !kind) return fail(kind.error(), kExitUsage);
+  }
   std::optional<EvalRunRecorder> recorder;
   if (!args.no_store) {
     auto started = EvalRunRecorder::Start(args, *task, command_line);
@@ -185,11 +195,10 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
       recorder = std::move(*started);
     }
   }
-  CompileService compiler;
   nlohmann::json all = nlohmann::json::array();
   bool all_correct = true;
   bool any_infra = false;
-  Evaluator evaluator(compiler, options);
+  Evaluator& evaluator = (*root)->evaluator();
   for (std::size_t i = 0; i < args.candidates.size(); ++i) {
     // While one candidate is evaluated, the next one's runners warm up.
     evaluator.set_prepare_next(i + 1 < args.candidates.size());

@@ -11,14 +11,8 @@
 #include "profile_command.h"
 #include "run_command.h"
 #include "targets_command.h"
-#if __has_include("models_command.h")
 #include "models_command.h"
-#define KFORGE_HAVE_MODELS_COMMAND 1
-#endif
-#if __has_include("report_command.h")
 #include "report_command.h"
-#define KFORGE_HAVE_REPORT_COMMAND 1
-#endif
 
 int main(int argc, char** argv) {
   kforge::InitLogging();
@@ -38,13 +32,9 @@ int main(int argc, char** argv) {
   kforge::AddBenchCommand(app);
   kforge::AddE2eCommand(app);
   kforge::AddExportCommand(app);
-#ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
-#endif
-#ifdef KFORGE_HAVE_REPORT_COMMAND
   kforge::AddReportCommand(app);
   kforge::AddCompareCommand(app);
-#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -6,9 +6,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "kforge/app/setup.h"
 #include "kforge/core/files.h"
-#include "kforge/eval/compile_service.h"
-#include "kforge/eval/evaluator.h"
 #include "kforge/profile/profiler.h"
 #include "kforge/profile/reducer.h"
 #include "kforge/target/backend.h"
@@ -50,8 +49,6 @@ int RunProfile(const ProfileArgs& args) {
     return 0;
   }
   if (args.task.empty() || args.target.empty()) return fail("give TASK and --target (or --from DIR)", 2);
-  auto target = Target::Parse(args.target);
-  if (!target) return fail(target.error().message, 2);
   auto task = LoadTask(args.task);
   if (!task) return fail(task.error().message, 2);
   for (const auto& o : args.overrides) {
@@ -67,7 +64,16 @@ int RunProfile(const ProfileArgs& args) {
   if (!args.reference && !fs::exists(args.candidate)) {
     return fail(fmt::format("candidate {} does not exist", args.candidate), 2);
   }
-  auto backend = NewBackend(*target);
+  // The composition root: target, backend, compile service, evaluator options. No probe: the
+  // tool's own check says what is missing.
+  app::RunConfig config;
+  config.kind = store::RunKind::kEval;
+  config.target = args.target;
+  config.profile = false;
+  auto root = app::Setup::Build(config, app::SetupOptions{.probe = false});
+  if (!root) return fail(root.error().error.message, root.error().user_input ? 2 : 3);
+  const Backend* backend = &(*root)->backend();
+  const Target* target = &(*root)->target();
   profile::CaptureOptions options;
   options.tool = profile::DefaultTool(*backend);
   if (!args.tool.empty()) {
@@ -84,10 +90,8 @@ int RunProfile(const ProfileArgs& args) {
   fmt::print(stderr, "kforge profile: {} under {} on {} (raw outputs in {})\n",
              args.reference ? "the reference" : args.candidate, profile::ToolName(options.tool),
              target->ToString(), options.output_dir.string());
-  CompileService compiler;
-  EvalOptions eval_options;
-  auto capture = profile::CaptureProfile(compiler, eval_options, *task, *backend,
-                                         args.candidate, options);
+  auto capture = profile::CaptureProfile((*root)->compiler(), (*root)->eval_options(), *task,
+                                         *backend, args.candidate, options);
   if (!capture) {
     const bool usage = capture.error().code == ErrorCode::kInvalidArgument ||
                        capture.error().code == ErrorCode::kUnavailable;

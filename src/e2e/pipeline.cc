@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/files.h"
-#include "kforge/profile/profiler.h"
 #include "kforge/target/backend.h"
 #include "kforge/synth/synthesizer.h"
 #include "kforge/task/task.h"
@@ -50,11 +49,7 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
   s.task = *task;
   s.stream_prefix = site.name + "/";
   s.best_dir = setup.phase.dir / "best" / site.name;
-  if (setup.profile_pass) {
-    s.profile_summary = profile::MakeSummaryProfiler(*setup.compiler, setup.eval_options, s.task,
-                                                     *setup.synthesis.backend,
-                                                     setup.phase.dir / "profiles" / site.name);
-  }
+  if (setup.complete_synthesis) setup.complete_synthesis(s.task, s);
   auto result = synth::Synthesizer(std::move(s)).Run();
   if (!result) return std::unexpected(result.error());
   out.steps = result->steps;

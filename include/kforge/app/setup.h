@@ -11,6 +11,7 @@
 #ifndef KFORGE_APP_SETUP_H_
 #define KFORGE_APP_SETUP_H_
 
+#include <expected>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -47,11 +48,18 @@ struct SetupOptions {
   int budget_share = 1;
 };
 
+// Why a setup could not be built, and whose fault it is: the user's input (a bad target,
+// translation source, model, cassette or budget: fix the command) or this machine (the target
+// cannot run here, the store cannot be opened).
+struct SetupError {
+  Error error;
+  bool user_input = true;
+};
+
 class Setup {
  public:
-  // Errors: a bad target, translation source or model (kInvalidArgument, kNotFound, kParse: the
-  // user's), a target that cannot run here (kUnavailable), a store that cannot be opened.
-  static Result<std::unique_ptr<Setup>> Build(const RunConfig& config, SetupOptions options);
+  static std::expected<std::unique_ptr<Setup>, SetupError> Build(const RunConfig& config,
+                                                                 SetupOptions options);
   ~Setup();
   Setup(const Setup&) = delete;
   Setup& operator=(const Setup&) = delete;
@@ -73,8 +81,12 @@ class Setup {
   // The loop's options of the configuration (iterations, samples, wall time).
   synth::SynthesisOptions synthesis_options() const;
 
-  // The synthesis setup of `task` in run `run_id`: store, backend, evaluator, providers, budget,
-  // loop options, translation source, then CompleteSynthesis. Callers add progress and stopping.
+  // What every synthesis of run `run_id` shares: store, backend, evaluator, providers, budget,
+  // loop options, translation source (no task yet: an e2e run's sites are made later).
+  synth::SynthesisSetup SynthesisTemplate(const std::string& run_id);
+
+  // The synthesis setup of `task` in run `run_id`: the template, the task, then
+  // CompleteSynthesis. Callers add progress and stopping.
   synth::SynthesisSetup SynthesisFor(const Task& task, const std::string& run_id,
                                      const std::filesystem::path& profiles_dir);
 

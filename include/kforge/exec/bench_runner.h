@@ -14,6 +14,7 @@
 #ifndef KFORGE_EXEC_BENCH_RUNNER_H_
 #define KFORGE_EXEC_BENCH_RUNNER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -77,6 +78,9 @@ struct BenchSetup {
   std::optional<PromptRenderer> renderer;  // loaded once, shared by every task; unset: default
   synth::SynthesisOptions options;         // per task
   int jobs = 0;                            // tasks at once; 0: min(tasks, 16)
+  // The composition root's per-task parts of each task's synthesis setup (its profile pass and
+  // device facts, app::Setup::CompleteSynthesis); unset: none.
+  std::function<void(const Task&, synth::SynthesisSetup&)> complete_synthesis;
   BenchObserver* observer = nullptr;       // optional
   std::stop_token stop;
   std::stop_token abandon;

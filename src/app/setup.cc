@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "kforge/core/files.h"
-#include "kforge/profile/profiler.h"
+#include "kforge/eval/profile_capture.h"
 #include "kforge/profile/reducer.h"
 #include "kforge/target/probe.h"
 
@@ -134,8 +134,8 @@ synth::SynthesisSetup Setup::SynthesisFor(const Task& task, const std::string& r
 void Setup::CompleteSynthesis(synth::SynthesisSetup& s, const fs::path& profiles_dir) {
   s.device = device_facts_;
   if (config_.profile) {
-    s.profile_summary = profile::MakeSummaryProfiler(*compiler_, options_.eval, s.task,
-                                                     *backend_, profiles_dir);
+    s.profile_summary =
+        MakeSummaryProfiler(*compiler_, options_.eval, s.task, *backend_, profiles_dir);
   }
 }
 

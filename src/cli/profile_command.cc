@@ -8,7 +8,8 @@
 
 #include "kforge/app/setup.h"
 #include "kforge/core/files.h"
-#include "kforge/profile/profiler.h"
+#include "kforge/eval/profile_capture.h"
+#include "kforge/profile/capture_files.h"
 #include "kforge/profile/reducer.h"
 #include "kforge/target/backend.h"
 #include "kforge/task/task.h"
@@ -74,8 +75,8 @@ int RunProfile(const ProfileArgs& args) {
   if (!root) return fail(root.error().error.message, root.error().user_input ? 2 : 3);
   const Backend* backend = &(*root)->backend();
   const Target* target = &(*root)->target();
-  profile::CaptureOptions options;
-  options.tool = profile::DefaultTool(*backend);
+  ProfileCaptureOptions options;
+  options.tool = DefaultProfileTool(*backend);
   if (!args.tool.empty()) {
     auto tool = profile::ParseToolName(args.tool);
     if (!tool) return fail(fmt::format("--tool {}: use ncu, nsys, torch or opencl", args.tool), 2);
@@ -90,7 +91,7 @@ int RunProfile(const ProfileArgs& args) {
   fmt::print(stderr, "kforge profile: {} under {} on {} (raw outputs in {})\n",
              args.reference ? "the reference" : args.candidate, profile::ToolName(options.tool),
              target->ToString(), options.output_dir.string());
-  auto capture = profile::CaptureProfile((*root)->compiler(), (*root)->eval_options(), *task,
+  auto capture = CaptureProfile((*root)->compiler(), (*root)->eval_options(), *task,
                                          *backend, args.candidate, options);
   if (!capture) {
     const bool usage = capture.error().code == ErrorCode::kInvalidArgument ||

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "file_modes.h"
@@ -110,8 +109,9 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
     fs::permissions(artifact, kReadable, ec);
   }
 
-  // The profile job: a candidate job with the runner's profile object.
-  CandidateJob cand_job;
+  // The profile job: the candidate's job with the runner's profile request.
+  ProfileJob profile_job;
+  CandidateJob& cand_job = profile_job.candidate;
   cand_job.task_file = s.task_file();
   cand_job.task = &task;
   cand_job.device = backend.RunnerDevice();
@@ -127,11 +127,9 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
   cand_job.outputs_dir = s.cand_dir();
   for (const auto& t : reference->trials) cand_job.expected_outputs.push_back(t.outputs);
   const fs::path profile_dir = s.cand_dir() / "profile";
-  nlohmann::json job = nlohmann::json::parse(CandidateJobJson(cand_job));
-  job["phase"] = "profile";
-  job["profile"] = {{"tool", request.runner_tool},
-                    {"calls", request.calls},
-                    {"output_dir", profile_dir.string()}};
+  profile_job.tool = request.runner_tool;
+  profile_job.calls = request.calls;
+  profile_job.output_dir = profile_dir;
 
   // A fresh runner (not a warm one): the wrapper must start it.
   SandboxPolicy policy;
@@ -148,7 +146,7 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
   limits.processes = config.process_limit;
   limits.file_size_bytes = 16ull << 30;
   RunnerLaunch launch{.job_file = s.work() / "profile-job.json",
-                      .job_json = job.dump(),
+                      .job_json = ProfileJobJson(profile_job),
                       .preload = "",
                       .deadline = nullptr,
                       .timeout = request.timeout,
@@ -167,13 +165,9 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                      : fmt::format("died (exit code {}, signal {})", run->process.exit_code,
                                    run->process.term_signal);
   } else {
-    auto result = nlohmann::json::parse(run->process.result_text, nullptr, false);
-    if (result.is_discarded() || !result.is_object()) {
-      out.status = "malformed_result";
-    } else {
-      out.status = result.value("status", "malformed_result");
-      out.diagnostics = result.value("diagnostics", "");
-    }
+    const ProfileResult result = ParseProfileResult(run->process.result_text);
+    out.status = result.status;
+    out.diagnostics = result.diagnostics;
   }
   // Whatever the profiled process and the wrapper wrote comes out, even after a failure.
   fs::create_directories(request.output_dir, ec);

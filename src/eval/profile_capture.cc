@@ -1,4 +1,4 @@
-#include "kforge/profile/profiler.h"
+#include "kforge/eval/profile_capture.h"
 
 #include <fmt/format.h>
 
@@ -11,18 +11,21 @@
 #include "kforge/core/files.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/eval/profile_pass.h"
+#include "kforge/profile/capture_files.h"
 #include "kforge/profile/parsers.h"
 #include "kforge/profile/reducer.h"
 
-namespace kforge::profile {
+namespace kforge {
 namespace {
+
+using profile::Tool;
 
 namespace fs = std::filesystem;
 
 // Whether the backend lists `tool` among the profilers of its candidates.
 bool Lists(const Backend& backend, Tool tool) {
   const auto& tools = backend.traits().profilers;
-  return std::find(tools.begin(), tools.end(), ToolName(tool)) != tools.end();
+  return std::find(tools.begin(), tools.end(), profile::ToolName(tool)) != tools.end();
 }
 
 // Runs an export command; its stdout is the file's content.
@@ -42,7 +45,9 @@ Status ExportTo(const std::vector<std::string>& argv, const fs::path& file) {
 
 }  // namespace
 
-std::optional<fs::path> FindTool(std::string_view name) {
+using profile::Tool;
+
+std::optional<fs::path> FindProfilerTool(std::string_view name) {
   std::vector<fs::path> dirs;
   if (const char* path = std::getenv("PATH")) {
     std::string_view rest(path);
@@ -64,34 +69,34 @@ std::optional<fs::path> FindTool(std::string_view name) {
   return std::nullopt;
 }
 
-Tool DefaultTool(const Backend& backend) {
+Tool DefaultProfileTool(const Backend& backend) {
   // The backend's first profiler that can run here: a vendor tool only where it is installed.
   for (const std::string& name : backend.traits().profilers) {
-    const std::optional<Tool> tool = ParseToolName(name);
+    const std::optional<Tool> tool = profile::ParseToolName(name);
     if (!tool) continue;
-    if ((*tool == Tool::kNcu || *tool == Tool::kNsys) && !FindTool(name)) continue;
+    if ((*tool == Tool::kNcu || *tool == Tool::kNsys) && !FindProfilerTool(name)) continue;
     return *tool;
   }
   return Tool::kTorch;
 }
 
-Status CheckTool(Tool tool, const Backend& backend) {
+Status CheckProfileTool(Tool tool, const Backend& backend) {
   const std::string target = backend.target().ToString();
   switch (tool) {
     case Tool::kTorch:
     case Tool::kOpenCl:
       if (!Lists(backend, tool)) {
         return InvalidArgument(fmt::format("--tool {} does not profile {} candidates (use --tool {})",
-                                           ToolName(tool), target, ToolName(DefaultTool(backend))));
+                                           profile::ToolName(tool), target, profile::ToolName(DefaultProfileTool(backend))));
       }
       return Ok();
     case Tool::kNcu:
     case Tool::kNsys: {
-      const std::string name = ToolName(tool);
+      const std::string name = profile::ToolName(tool);
       if (!Lists(backend, tool)) {
         return InvalidArgument(fmt::format("--tool {} needs an NVIDIA CUDA target, not {}", name, target));
       }
-      if (!FindTool(name)) {
+      if (!FindProfilerTool(name)) {
         return Unavailable(fmt::format("--tool {}: {} is not on PATH nor in /usr/local/cuda/bin "
                                        "(install Nsight, or use --tool torch)", name, name));
       }
@@ -99,7 +104,7 @@ Status CheckTool(Tool tool, const Backend& backend) {
     }
     default:
       return InvalidArgument(fmt::format("--tool {} cannot run candidates; its exports are parsed "
-                                         "by the profile module only", ToolName(tool)));
+                                         "by the profile module only", profile::ToolName(tool)));
   }
 }
 
@@ -114,43 +119,10 @@ std::vector<std::string> NcuCommand(const fs::path& ncu, const fs::path& out) {
           "--force-overwrite", "--export", (out / "ncu").string()};
 }
 
-Result<Profile> ParseCaptureFiles(Tool tool, const fs::path& dir) {
-  auto read = [&](const char* name) { return ReadFile(dir / name); };
-  switch (tool) {
-    case Tool::kNcu: {
-      auto raw = read("ncu.raw.csv");
-      if (!raw) return std::unexpected(raw.error());
-      auto p = ParseNcuRawCsv(*raw);
-      if (!p) return p;
-      if (auto details = read("ncu.details.csv")) {
-        if (auto s = AddNcuDetailsCsv(*details, &*p); !s) p->notes.push_back(s.error().message);
-      }
-      return p;
-    }
-    case Tool::kTorch: {
-      auto text = read("torch.json");
-      if (!text) return std::unexpected(text.error());
-      return ParseTorchChromeTrace(*text);
-    }
-    case Tool::kOpenCl: {
-      auto text = read("opencl.json");
-      if (!text) return std::unexpected(text.error());
-      return ParseOpenClEvents(*text);
-    }
-    case Tool::kNsys: {
-      auto text = read("nsys.cuda_gpu_kern_sum.csv");
-      if (!text) return std::unexpected(text.error());
-      return ParseNsysKernelSumCsv(*text);
-    }
-    default:
-      return InvalidArgument("no capture files for tool " + ToolName(tool));
-  }
-}
-
-Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval_options,
+Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOptions& eval_options,
                                const Task& task, const Backend& backend, const fs::path& candidate,
-                               const CaptureOptions& options, std::stop_token stop) {
-  KFORGE_RETURN_IF_ERROR(CheckTool(options.tool, backend));
+                               const ProfileCaptureOptions& options, std::stop_token stop) {
+  KFORGE_RETURN_IF_ERROR(CheckProfileTool(options.tool, backend));
   ProfilePassRequest request;
   request.calls = options.calls;
   request.reference = options.reference;
@@ -163,14 +135,14 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
       request.runner_tool = "opencl";
       break;
     case Tool::kNcu:
-      exe = FindTool("ncu");
+      exe = FindProfilerTool("ncu");
       request.runner_tool = "external";
       request.calls = 1;
       request.keep_privileges = true;
       request.wrapper = [exe](const fs::path& out) { return NcuCommand(*exe, out); };
       break;
     case Tool::kNsys:
-      exe = FindTool("nsys");
+      exe = FindProfilerTool("nsys");
       request.runner_tool = "external";
       request.calls = std::min(options.calls, 3);
       request.keep_privileges = true;
@@ -184,7 +156,7 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
   }
   auto pass = RunProfilePass(compiler, eval_options, task, backend, candidate, request, stop);
   if (!pass) return std::unexpected(pass.error());
-  Capture c;
+  ProfileCapture c;
   c.tool = options.tool;
   c.status = pass->status;
   c.diagnostics = pass->diagnostics;
@@ -223,7 +195,7 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
 std::function<Result<std::string>(const std::string&, const std::string&)> MakeSummaryProfiler(
     CompileService& compiler, EvalOptions eval_options, Task task, const Backend& backend,
     fs::path work_dir) {
-  const Tool tool = DefaultTool(backend);
+  const Tool tool = DefaultProfileTool(backend);
   if (backend.target().vendor == Vendor::kCpu && tool != Tool::kOpenCl) return {};
   return [&compiler, eval_options, task = std::move(task), &backend, work_dir, tool](
              const std::string& file_name, const std::string& source) -> Result<std::string> {
@@ -232,7 +204,7 @@ std::function<Result<std::string>(const std::string&, const std::string&)> MakeS
     std::error_code ec;
     fs::create_directories(dir, ec);
     KFORGE_RETURN_IF_ERROR(WriteFile(dir / file_name, source));
-    CaptureOptions options;
+    ProfileCaptureOptions options;
     options.tool = tool;
     options.output_dir = dir / "raw";
     auto capture = CaptureProfile(compiler, eval_options, task, backend, dir / file_name, options);
@@ -241,8 +213,8 @@ std::function<Result<std::string>(const std::string&, const std::string&)> MakeS
       return Unavailable(fmt::format("the profiled run ended {}: {}", capture->status,
                                      capture->diagnostics.substr(0, 500)));
     }
-    return Summarize(*capture->profile, DatasheetPeaks(capture->profile->device)).text;
+    return profile::Summarize(*capture->profile, profile::DatasheetPeaks(capture->profile->device)).text;
   };
 }
 
-}  // namespace kforge::profile
+}  // namespace kforge

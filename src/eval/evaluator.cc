@@ -129,7 +129,8 @@ Result<SlotConfig> Evaluator::ConfigFor(const Backend& backend) {
                     .memory_limit_bytes = options_.memory_limit_bytes,
                     .process_limit = options_.process_limit,
                     .keep = options_.keep_work_dir,
-                    .max_wait = std::chrono::seconds(1800)};
+                    .max_wait = std::chrono::seconds(1800),
+                    .sandbox = options_.sandbox};
 }
 
 Result<std::unique_ptr<WorkSlot>> Evaluator::TakeSlot(const Backend& backend) {
@@ -432,7 +433,9 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (!cand_run) return infra(cand_run.error());
   v.candidate_seconds = slot->candidate().seconds_since_job();
   mark("candidate");
-  v.isolation = DefaultSandbox()->isolation(slot->candidate().policy()).Describe();
+  v.isolation = (options_.sandbox ? options_.sandbox : DefaultSandbox())
+                    ->isolation(slot->candidate().policy())
+                    .Describe();
   // Dynamic guardrails (docs/redteam.md): a finding names its check as "[check-id]".
   auto dynamic_guardrail = [&](std::string_view finding, std::string diagnostics) {
     v.status = EvalStatus::kGuardrail;

@@ -38,7 +38,8 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                     .memory_limit_bytes = options.memory_limit_bytes,
                     .process_limit = options.process_limit,
                     .keep = options.keep_work_dir,
-                    .max_wait = std::chrono::seconds(1800)};
+                    .max_wait = std::chrono::seconds(1800),
+                    .sandbox = options.sandbox};
   auto slot = WorkSlot::Prepare(config);
   if (!slot) return std::unexpected(slot.error());
   WorkSlot& s = **slot;
@@ -150,7 +151,8 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                       .preload = "",
                       .deadline = nullptr,
                       .timeout = request.timeout,
-                      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{}};
+                      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{},
+                      .sandbox = options.sandbox};
   fs::create_directories(profile_dir, ec);
   if (::geteuid() == 0 && !request.keep_privileges) {
     [[maybe_unused]] const int rc =

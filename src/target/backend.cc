@@ -48,8 +48,8 @@ Result<CompileCommand> Backend::NativeCompile(const std::filesystem::path&,
                                      target().ToString()));
 }
 
-std::unique_ptr<Backend> NewBackend(const Target& target) {
-  return RegistryEntry(target.model).make(target);
+std::unique_ptr<Backend> NewBackend(const Target& target, const Env& env) {
+  return RegistryEntry(target.model).make(target, env);
 }
 
 const ModelTraits& TraitsOf(ProgrammingModel model) {
@@ -57,7 +57,7 @@ const ModelTraits& TraitsOf(ProgrammingModel model) {
     std::map<ProgrammingModel, ModelTraits> traits;
     for (const RegisteredModel& m : RegisteredModels()) {
       const Target target{.vendor = m.vendors.front(), .device = "", .model = m.model, .arch = 0};
-      traits.emplace(m.model, m.make(target)->traits());
+      traits.emplace(m.model, m.make(target, Env::Default())->traits());
     }
     return traits;
   }();

@@ -17,7 +17,7 @@ struct RegisteredModel {
   ProgrammingModel model;
   std::string_view name;        // in target strings: "cuda"
   std::vector<Vendor> vendors;  // vendors whose devices run it
-  std::unique_ptr<Backend> (*make)(const Target& target);
+  std::unique_ptr<Backend> (*make)(const Target& target, const Env& env);
 };
 
 // Every programming model, in the order a vendor's models are listed (`kforge targets`).

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/core/env.h"
 #include "kforge/core/error.h"
 #include "kforge/target/target.h"
 
@@ -162,8 +163,9 @@ class Backend {
   virtual bool UsesAccelerator() const { return target().vendor != Vendor::kCpu; }
 };
 
-// The backend for `target.model` (through the registry).
-std::unique_ptr<Backend> NewBackend(const Target& target);
+// The backend for `target.model` (through the registry). It asks `env` about the machine (its
+// compilers, devices, environment variables); `env` must outlive it.
+std::unique_ptr<Backend> NewBackend(const Target& target, const Env& env = Env::Default());
 
 // The traits of `model`'s backend on the first vendor that supports it (traits do not depend on
 // the vendor, except profilers). Every ProgrammingModel has them.
@@ -172,14 +174,14 @@ const ModelTraits& TraitsOf(ProgrammingModel model);
 // The candidate format of `model` (TraitsOf(model).format).
 const CandidateFormat& CandidateFormatOf(ProgrammingModel model);
 
-std::unique_ptr<Backend> NewCudaBackend(const Target& target);
-std::unique_ptr<Backend> NewTritonBackend(const Target& target);
-std::unique_ptr<Backend> NewCuteBackend(const Target& target);
-std::unique_ptr<Backend> NewHipBackend(const Target& target);
-std::unique_ptr<Backend> NewSyclBackend(const Target& target);
-std::unique_ptr<Backend> NewMetalBackend(const Target& target);
-std::unique_ptr<Backend> NewOpenClBackend(const Target& target);
-std::unique_ptr<Backend> NewCppBackend(const Target& target);
+std::unique_ptr<Backend> NewCudaBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewTritonBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewCuteBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewHipBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewSyclBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewMetalBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewOpenClBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewCppBackend(const Target& target, const Env& env);
 
 }  // namespace kforge
 

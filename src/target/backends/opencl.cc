@@ -77,7 +77,8 @@ class OpenClBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> NewOpenClBackend(const Target& target) {
+// The OpenCL runtime is asked through the ICD loader (probe.h), not through `env`.
+std::unique_ptr<Backend> NewOpenClBackend(const Target& target, const Env& /*env*/) {
   return std::make_unique<OpenClBackend>(target);
 }
 

@@ -50,7 +50,7 @@ std::unique_ptr<Backend> NewPythonDslBackend(const Target& target, PythonDslSpec
   return std::make_unique<PythonDslBackend>(target, std::move(spec));
 }
 
-std::unique_ptr<Backend> NewTritonBackend(const Target& target) {
+std::unique_ptr<Backend> NewTritonBackend(const Target& target, const Env& /*env*/) {
   StaticRuleSet rules;
   rules.implicit_tf32_calls = {"triton.language.dot"};
   PythonDslSpec spec{.traits = {.title = "Triton",
@@ -70,7 +70,7 @@ std::unique_ptr<Backend> NewTritonBackend(const Target& target) {
   return NewPythonDslBackend(target, std::move(spec));
 }
 
-std::unique_ptr<Backend> NewCuteBackend(const Target& target) {
+std::unique_ptr<Backend> NewCuteBackend(const Target& target, const Env& /*env*/) {
   PythonDslSpec spec{.traits = {.title = "CuTe DSL (CUTLASS Python)",
                                 .format = backends::ModuleFormat(ProgrammingModel::kCute),
                                 .kernelbench_compat = false,
@@ -86,7 +86,7 @@ std::unique_ptr<Backend> NewCuteBackend(const Target& target) {
   return NewPythonDslBackend(target, std::move(spec));
 }
 
-std::unique_ptr<Backend> NewMetalBackend(const Target& target) {
+std::unique_ptr<Backend> NewMetalBackend(const Target& target, const Env& /*env*/) {
   // Metal shaders are compiled at run time by torch.mps.compile_shader (PyTorch >= 2.6 on macOS).
   PythonDslSpec spec{.traits = {.title = "Metal Shading Language",
                                 .format = backends::ModuleFormat(ProgrammingModel::kMetal),

@@ -145,7 +145,8 @@ std::string RunConfig::ToJson() const {
                   {"kernel_repeats", e2e.kernel_repeats},
                   {"phase_timeout_s", e2e.phase_timeout_s}};
       break;
-    case store::RunKind::kEval: break;
+    case store::RunKind::kEval:
+      break;
   }
   return j.dump();
 }

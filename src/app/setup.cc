@@ -42,9 +42,10 @@ Result<std::optional<TranslationSource>> TranslationSourceOf(const RunConfig& co
   if (!target) return std::unexpected(target.error());
   auto source = ReadFile(config.reference_impl);
   if (!source) return std::unexpected(source.error());
-  return std::optional<TranslationSource>(TranslationSource{
-      .target = *target, .file_name = CandidateFormatOf(target->model).file_name,
-      .source = *source});
+  return std::optional<TranslationSource>(
+      TranslationSource{.target = *target,
+                        .file_name = CandidateFormatOf(target->model).file_name,
+                        .source = *source});
 }
 
 }  // namespace
@@ -70,8 +71,8 @@ std::expected<std::unique_ptr<Setup>, SetupError> Setup::Build(const RunConfig& 
   if (!target) return input(target.error());
   s->target_ = *target;
   if (config.iterations < 1 || config.samples < 1) {
-    return input(Error{ErrorCode::kInvalidArgument,
-                       "--iterations and --samples must be at least 1"});
+    return input(
+        Error{ErrorCode::kInvalidArgument, "--iterations and --samples must be at least 1"});
   }
   auto translate_from = TranslationSourceOf(config);
   if (!translate_from) return input(translate_from.error());

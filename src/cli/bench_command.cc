@@ -64,11 +64,16 @@ int FailSetup(const char* who, const app::SetupError& e) {
 }
 
 // The composition root of a bench (or of one Slurm element, whose budget is its share).
-std::expected<std::unique_ptr<app::Setup>, app::SetupError> BuildRoot(
-    const app::RunConfig& config, const fs::path& store_dir, bool probe, bool resuming,
-    int budget_share) {
-  app::SetupOptions options{.probe = probe, .providers = true, .resuming = resuming,
-                            .run_dir = store_dir, .eval = {}, .budget_share = budget_share};
+std::expected<std::unique_ptr<app::Setup>, app::SetupError> BuildRoot(const app::RunConfig& config,
+                                                                      const fs::path& store_dir,
+                                                                      bool probe, bool resuming,
+                                                                      int budget_share) {
+  app::SetupOptions options{.probe = probe,
+                            .providers = true,
+                            .resuming = resuming,
+                            .run_dir = store_dir,
+                            .eval = {},
+                            .budget_share = budget_share};
   options.eval.time = config.time;
   options.eval.prepare_next = true;
   return app::Setup::Build(config, std::move(options));
@@ -77,7 +82,8 @@ std::expected<std::unique_ptr<app::Setup>, app::SetupError> BuildRoot(
 Result<Suite> LoadBenchSuite(const app::RunConfig& config) {
   auto suite = LoadSuite(config.suite);
   if (!suite) return std::unexpected(suite.error());
-  if (suite->tasks.empty()) return InvalidArgument(fmt::format("suite {} has no tasks", config.suite));
+  if (suite->tasks.empty())
+    return InvalidArgument(fmt::format("suite {} has no tasks", config.suite));
   return suite;
 }
 
@@ -174,9 +180,9 @@ int RunBenchRun(const app::RunConfig& config, const fs::path& run_dir, const std
     request.element_argv = {SelfExe().string(), "bench-task", run_dir.string()};
     request.options.job_name = "kforge-" + run_id;
     request.options.partition = config.slurm.partition;
-    request.options.gpus_per_element =
-        config.slurm.gpus_per_task >= 0 ? config.slurm.gpus_per_task
-                                        : ((*root)->backend().UsesAccelerator() ? 1 : 0);
+    request.options.gpus_per_element = config.slurm.gpus_per_task >= 0
+                                           ? config.slurm.gpus_per_task
+                                           : ((*root)->backend().UsesAccelerator() ? 1 : 0);
     request.options.cpus_per_element = config.slurm.cpus_per_task;
     request.options.time_limit = config.slurm.time_limit;
     request.options.extra_sbatch_args = config.slurm.sbatch_args;
@@ -215,8 +221,8 @@ int RunBenchTask(const std::string& run_dir_arg, int index) {
   const fs::path run_dir = fs::absolute(run_dir_arg);
   auto element = exec::ReadSlurmBenchConfig(run_dir);
   if (!element) return Fail(who, element.error().message, kExitUsage);
-  auto config = app::RunConfig::FromJson(element->config_json,
-                                         (run_dir / "slurm" / "bench.json").string());
+  auto config =
+      app::RunConfig::FromJson(element->config_json, (run_dir / "slurm" / "bench.json").string());
   if (!config) return Fail(who, config.error().message, kExitUsage);
   if (config->kind != store::RunKind::kBench) {
     return Fail(who, "slurm/bench.json is not a `kforge bench` configuration", kExitUsage);
@@ -276,12 +282,15 @@ void AddBenchCommand(CLI::App& app) {
       "steps in flight); `kforge resume RUN_DIR` continues. `kforge report RUN_DIR` builds its "
       "report.\nExit code: 0 every task has a correct kernel, 1 not every one (or the bench was "
       "interrupted), 2 bad input, 3 KForge, the store or the cluster failed.");
-  cmd->add_option("suite", args->config.suite, "The suite: a TOML manifest or a KernelBench JSONL file")
+  cmd->add_option("suite", args->config.suite,
+                  "The suite: a TOML manifest or a KernelBench JSONL file")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-t,--target", args->config.target, "Target vendor[-device]/model, e.g. cpu/opencl")
+  cmd->add_option("-t,--target", args->config.target,
+                  "Target vendor[-device]/model, e.g. cpu/opencl")
       ->required();
-  cmd->add_option("-m,--model", args->config.models.model, "Generation model id (`kforge models` lists them)")
+  cmd->add_option("-m,--model", args->config.models.model,
+                  "Generation model id (`kforge models` lists them)")
       ->required();
   cmd->add_option("--analysis-model", args->config.models.analysis_model,
                   "Model id of the analysis agent; default: the generation model");
@@ -305,8 +314,10 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--max-tokens", args->config.max_tokens,
                   "Token budget of the bench (Slurm: split evenly over the tasks)");
   cmd->add_option("--max-cost", args->config.max_cost, "Money budget of the bench, US dollars");
-  cmd->add_option("--max-time", args->config.max_time_s, "Wall-time budget of each task's loop, seconds");
-  cmd->add_option("--partition", args->config.slurm.partition, "Slurm partition; default the cluster's");
+  cmd->add_option("--max-time", args->config.max_time_s,
+                  "Wall-time budget of each task's loop, seconds");
+  cmd->add_option("--partition", args->config.slurm.partition,
+                  "Slurm partition; default the cluster's");
   cmd->add_option("--gpus-per-task", args->config.slurm.gpus_per_task,
                   "Slurm: --gres=gpu:N per element; default 1 for GPU targets, 0 for CPU targets");
   cmd->add_option("--cpus-per-task", args->config.slurm.cpus_per_task, "Slurm: CPUs per element")
@@ -314,8 +325,10 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--max-resubmits", args->config.slurm.max_resubmits,
                   "Slurm: resubmissions of a failed or lost element")
       ->default_val(2);
-  cmd->add_option("--time-limit", args->config.slurm.time_limit, "Slurm: --time of each element, e.g. 02:00:00");
-  cmd->add_option("--sbatch-arg", args->config.slurm.sbatch_args, "Slurm: extra sbatch argument (repeatable)");
+  cmd->add_option("--time-limit", args->config.slurm.time_limit,
+                  "Slurm: --time of each element, e.g. 02:00:00");
+  cmd->add_option("--sbatch-arg", args->config.slurm.sbatch_args,
+                  "Slurm: extra sbatch argument (repeatable)");
   cmd->add_option("--poll-ms", args->config.slurm.poll_ms, "Slurm: how often the queue is read")
       ->default_val(2000);
   cmd->add_flag("--skip-target-check", args->skip_target_check,

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "kforge/app/run_config.h"
+#include "kforge/app/setup.h"
 #include "kforge/e2e/pipeline.h"
 #include "kforge/e2e/summary.h"
 #include "kforge/e2e/torch_op_export.h"
-#include "kforge/app/run_config.h"
-#include "kforge/app/setup.h"
 #include "kforge/store/run_store.h"
 #include "kforge/target/backend.h"
 #include "run_support.h"
@@ -73,8 +73,12 @@ int RunE2eCommand(E2eCommandArgs args) {
 
   const std::string run_id = NewRunId();
   const fs::path run_dir = fs::absolute(fs::path(config.runs_dir) / run_id);
-  app::SetupOptions options{.probe = true, .providers = true, .resuming = false,
-                            .run_dir = run_dir, .eval = {}, .budget_share = 1};
+  app::SetupOptions options{.probe = true,
+                            .providers = true,
+                            .resuming = false,
+                            .run_dir = run_dir,
+                            .eval = {},
+                            .budget_share = 1};
   options.eval.time = true;
   options.eval.prepare_next = true;
   auto built = app::Setup::Build(config, std::move(options));
@@ -89,9 +93,9 @@ int RunE2eCommand(E2eCommandArgs args) {
   store::RunRecord run;
   run.id = run_id;
   run.kind = store::RunKind::kE2e;
-  run.command_line = fmt::format("kforge e2e {} --config {} --target {} --model {}",
-                                 config.e2e.model_file, config.e2e.config, config.target,
-                                 config.models.model);
+  run.command_line =
+      fmt::format("kforge e2e {} --config {} --target {} --model {}", config.e2e.model_file,
+                  config.e2e.config, config.target, config.models.model);
   run.config_json = config.ToJson();
   if (auto added = store.AddRun(run); !added) return fail(added.error(), kExitInfra);
   if (!args.json) {
@@ -182,15 +186,18 @@ void AddE2eCommand(CLI::App& app) {
   cmd->add_option("model_file", args->config.e2e.model_file,
                   "The model file: CONFIGS, build_model(config), new_session(...) (docs/e2e.md)")
       ->required();
-  cmd->add_option("--config", args->config.e2e.config, "A configuration of the model file's CONFIGS")
+  cmd->add_option("--config", args->config.e2e.config,
+                  "A configuration of the model file's CONFIGS")
       ->default_val("tiny");
   cmd->add_option("-t,--target", args->config.target, "Target vendor[-device]/model, e.g. cpu/cpp")
       ->required();
-  cmd->add_option("-m,--model", args->config.models.model, "Generation model id (`kforge models` lists them)")
+  cmd->add_option("-m,--model", args->config.models.model,
+                  "Generation model id (`kforge models` lists them)")
       ->required();
   cmd->add_option("--analysis-model", args->config.models.analysis_model,
                   "Model id of the analysis agent; default: the generation model");
-  cmd->add_option("--top", args->config.e2e.top, "Synthesize kernels for this many sites, most time first")
+  cmd->add_option("--top", args->config.e2e.top,
+                  "Synthesize kernels for this many sites, most time first")
       ->default_val(3)
       ->check(CLI::Range(1, 100));
   cmd->add_option("--sites", args->config.e2e.sites,
@@ -203,10 +210,13 @@ void AddE2eCommand(CLI::App& app) {
       ->default_val(1)
       ->check(CLI::Range(1, 256));
   cmd->add_flag("!--no-profile", args->config.profile, "No profile pass before each analysis");
-  cmd->add_option("--seed", args->config.e2e.seed, "Seed of the model's random weights")->default_val(0);
-  cmd->add_option("--warmup-steps", args->config.e2e.warmup_steps, "Untimed decode steps per measurement")
+  cmd->add_option("--seed", args->config.e2e.seed, "Seed of the model's random weights")
+      ->default_val(0);
+  cmd->add_option("--warmup-steps", args->config.e2e.warmup_steps,
+                  "Untimed decode steps per measurement")
       ->default_val(3);
-  cmd->add_option("--timed-steps", args->config.e2e.timed_steps, "Timed decode steps per measurement")
+  cmd->add_option("--timed-steps", args->config.e2e.timed_steps,
+                  "Timed decode steps per measurement")
       ->default_val(20)
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--kernel-repeats", args->config.e2e.kernel_repeats,

@@ -1,20 +1,20 @@
 #include "eval_command.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
 #include "kforge/app/setup.h"
+#include "kforge/core/files.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/store/run_store.h"
 #include "kforge/target/backend.h"
-#include "kforge/core/files.h"
 #include "kforge/task/task.h"
 
 namespace kforge {
@@ -171,17 +171,21 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
   config.kind = store::RunKind::kEval;
   config.target = args.target;
   config.profile = false;
-  auto root = app::Setup::Build(
-      config, app::SetupOptions{.probe = false, .providers = false, .resuming = false,
-                                .run_dir = {}, .eval = options, .budget_share = 1});
+  auto root = app::Setup::Build(config, app::SetupOptions{.probe = false,
+                                                          .providers = false,
+                                                          .resuming = false,
+                                                          .run_dir = {},
+                                                          .eval = options,
+                                                          .budget_share = 1});
   if (!root) {
     return fail(root.error().error, root.error().user_input ? kExitUsage : kExitInfra);
   }
   const Backend* backend = &(*root)->backend();
   for (const auto& candidate : args.candidates) {
     if (!fs::exists(candidate)) {
-      return fail(Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
-                  kExitUsage);
+      return fail(
+          Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
+          kExitUsage);
     }
     if (auto kind = backend->KindOf(candidate); !kind) return fail(kind.error(), kExitUsage);
   }

@@ -1,18 +1,19 @@
 // The `kforge` command.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
+#include "bench_command.h"
 #include "calibrate_command.h"
 #include "demo_command.h"
-#include "bench_command.h"
 #include "e2e_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
+#include "models_command.h"
 #include "profile_command.h"
+#include "report_command.h"
 #include "run_command.h"
 #include "targets_command.h"
-#include "models_command.h"
-#include "report_command.h"
 
 int main(int argc, char** argv) {
   kforge::InitLogging();

@@ -49,7 +49,8 @@ int RunProfile(const ProfileArgs& args) {
                peaks.facts ? "; device peaks: " + peaks.source : "; device peaks unknown");
     return 0;
   }
-  if (args.task.empty() || args.target.empty()) return fail("give TASK and --target (or --from DIR)", 2);
+  if (args.task.empty() || args.target.empty())
+    return fail("give TASK and --target (or --from DIR)", 2);
   auto task = LoadTask(args.task);
   if (!task) return fail(task.error().message, 2);
   for (const auto& o : args.overrides) {
@@ -91,8 +92,8 @@ int RunProfile(const ProfileArgs& args) {
   fmt::print(stderr, "kforge profile: {} under {} on {} (raw outputs in {})\n",
              args.reference ? "the reference" : args.candidate, profile::ToolName(options.tool),
              target->ToString(), options.output_dir.string());
-  auto capture = CaptureProfile((*root)->compiler(), (*root)->eval_options(), *task,
-                                         *backend, args.candidate, options);
+  auto capture = CaptureProfile((*root)->compiler(), (*root)->eval_options(), *task, *backend,
+                                args.candidate, options);
   if (!capture) {
     const bool usage = capture.error().code == ErrorCode::kInvalidArgument ||
                        capture.error().code == ErrorCode::kUnavailable;

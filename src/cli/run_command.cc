@@ -69,8 +69,12 @@ int RunSynthesis(const app::RunConfig& config, const fs::path& run_dir, const st
   if (!task) return fail(task.error(), kExitUsage);
   // Every correct candidate is timed (the loop keeps the fastest), and the next evaluation's
   // runners warm while one runs.
-  app::SetupOptions options{.probe = true, .providers = true, .resuming = resuming,
-                            .run_dir = run_dir, .eval = {}, .budget_share = 1};
+  app::SetupOptions options{.probe = true,
+                            .providers = true,
+                            .resuming = resuming,
+                            .run_dir = run_dir,
+                            .eval = {},
+                            .budget_share = 1};
   options.eval.time = true;
   options.eval.prepare_next = true;
   auto setup = app::Setup::Build(config, std::move(options));

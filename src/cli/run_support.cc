@@ -27,14 +27,14 @@ std::string Absolute(const std::string& path) {
 
 void AbsoluteModelSource(app::ModelSource& source) {
   source.replay = Absolute(source.replay);
-  if (!source.record.empty()) source.record = fs::absolute(source.record).lexically_normal().string();
+  if (!source.record.empty())
+    source.record = fs::absolute(source.record).lexically_normal().string();
   for (auto& m : source.models) m = Absolute(m);
 }
 
 void AddModelSourceOptions(CLI::App* cmd, app::ModelSource* source) {
   cmd->add_option("--models", source->models, "Extra model registry files (TOML)");
-  cmd->add_option("--record", source->record,
-                  "Record every LLM answer into this cassette (JSONL)");
+  cmd->add_option("--record", source->record, "Record every LLM answer into this cassette (JSONL)");
   cmd->add_option("--record-note", source->record_note,
                   "Who answered the recorded calls, and how (kept in the cassette's header)");
   cmd->add_option("--replay", source->replay,

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/files.h"
-#include "kforge/target/backend.h"
 #include "kforge/synth/synthesizer.h"
+#include "kforge/target/backend.h"
 #include "kforge/task/task.h"
 
 namespace kforge::e2e {

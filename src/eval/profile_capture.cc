@@ -1,7 +1,6 @@
 #include "kforge/eval/profile_capture.h"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -62,7 +61,8 @@ std::optional<fs::path> FindProfilerTool(std::string_view name) {
   for (const auto& d : dirs) {
     const fs::path candidate = d / std::string(name);
     std::error_code ec;
-    if (!d.empty() && fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+    if (!d.empty() && fs::is_regular_file(candidate, ec) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
   }
@@ -86,25 +86,31 @@ Status CheckProfileTool(Tool tool, const Backend& backend) {
     case Tool::kTorch:
     case Tool::kOpenCl:
       if (!Lists(backend, tool)) {
-        return InvalidArgument(fmt::format("--tool {} does not profile {} candidates (use --tool {})",
-                                           profile::ToolName(tool), target, profile::ToolName(DefaultProfileTool(backend))));
+        return InvalidArgument(fmt::format(
+            "--tool {} does not profile {} candidates (use --tool {})", profile::ToolName(tool),
+            target, profile::ToolName(DefaultProfileTool(backend))));
       }
       return Ok();
     case Tool::kNcu:
     case Tool::kNsys: {
       const std::string name = profile::ToolName(tool);
       if (!Lists(backend, tool)) {
-        return InvalidArgument(fmt::format("--tool {} needs an NVIDIA CUDA target, not {}", name, target));
+        return InvalidArgument(
+            fmt::format("--tool {} needs an NVIDIA CUDA target, not {}", name, target));
       }
       if (!FindProfilerTool(name)) {
-        return Unavailable(fmt::format("--tool {}: {} is not on PATH nor in /usr/local/cuda/bin "
-                                       "(install Nsight, or use --tool torch)", name, name));
+        return Unavailable(
+            fmt::format("--tool {}: {} is not on PATH nor in /usr/local/cuda/bin "
+                        "(install Nsight, or use --tool torch)",
+                        name, name));
       }
       return Ok();
     }
     default:
-      return InvalidArgument(fmt::format("--tool {} cannot run candidates; its exports are parsed "
-                                         "by the profile module only", profile::ToolName(tool)));
+      return InvalidArgument(
+          fmt::format("--tool {} cannot run candidates; its exports are parsed "
+                      "by the profile module only",
+                      profile::ToolName(tool)));
   }
 }
 
@@ -113,15 +119,28 @@ std::vector<std::string> NcuCommand(const fs::path& ncu, const fs::path& out) {
     const char* v = std::getenv(name);
     return std::string(v != nullptr && *v != '\0' ? v : fallback);
   };
-  return {ncu.string(), "--clock-control", "none", "--profile-from-start", "off",
-          "--target-processes", "all", "--set", env_or("KFORGE_NCU_SET", "full"),
-          "--import-source", "no", "--launch-count", env_or("KFORGE_NCU_LAUNCH_COUNT", "200"),
-          "--force-overwrite", "--export", (out / "ncu").string()};
+  return {ncu.string(),
+          "--clock-control",
+          "none",
+          "--profile-from-start",
+          "off",
+          "--target-processes",
+          "all",
+          "--set",
+          env_or("KFORGE_NCU_SET", "full"),
+          "--import-source",
+          "no",
+          "--launch-count",
+          env_or("KFORGE_NCU_LAUNCH_COUNT", "200"),
+          "--force-overwrite",
+          "--export",
+          (out / "ncu").string()};
 }
 
 Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOptions& eval_options,
-                               const Task& task, const Backend& backend, const fs::path& candidate,
-                               const ProfileCaptureOptions& options, std::stop_token stop) {
+                                      const Task& task, const Backend& backend,
+                                      const fs::path& candidate,
+                                      const ProfileCaptureOptions& options, std::stop_token stop) {
   KFORGE_RETURN_IF_ERROR(CheckProfileTool(options.tool, backend));
   ProfilePassRequest request;
   request.calls = options.calls;
@@ -129,9 +148,13 @@ Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOption
   request.output_dir = options.output_dir;
   std::optional<fs::path> exe;
   switch (options.tool) {
-    case Tool::kTorch: request.runner_tool = "torch"; break;
+    case Tool::kTorch:
+      request.runner_tool = "torch";
+      break;
     case Tool::kOpenCl:
-      if (options.reference) return InvalidArgument("--reference: the task's reference is PyTorch; profile it with --tool torch");
+      if (options.reference)
+        return InvalidArgument(
+            "--reference: the task's reference is PyTorch; profile it with --tool torch");
       request.runner_tool = "opencl";
       break;
     case Tool::kNcu:
@@ -147,12 +170,18 @@ Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOption
       request.calls = std::min(options.calls, 3);
       request.keep_privileges = true;
       request.wrapper = [exe](const fs::path& out) {
-        return std::vector<std::string>{exe->string(), "profile", "--capture-range=cudaProfilerApi",
-                                        "--capture-range-end=stop", "--trace=cuda",
-                                        "--force-overwrite=true", "--output", (out / "nsys").string()};
+        return std::vector<std::string>{exe->string(),
+                                        "profile",
+                                        "--capture-range=cudaProfilerApi",
+                                        "--capture-range-end=stop",
+                                        "--trace=cuda",
+                                        "--force-overwrite=true",
+                                        "--output",
+                                        (out / "nsys").string()};
       };
       break;
-    default: break;
+    default:
+      break;
   }
   auto pass = RunProfilePass(compiler, eval_options, task, backend, candidate, request, stop);
   if (!pass) return std::unexpected(pass.error());
@@ -168,7 +197,8 @@ Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOption
     const fs::path report = dir / "ncu.ncu-rep";
     if (!fs::exists(report)) {
       c.status = "no_report";
-      c.diagnostics = "ncu wrote no report (no kernel ran inside the capture range?); its log:\n" + c.log;
+      c.diagnostics =
+          "ncu wrote no report (no kernel ran inside the capture range?); its log:\n" + c.log;
       return c;
     }
     KFORGE_RETURN_IF_ERROR(ExportTo({exe->string(), "--import", report.string(), "--csv", "--page",
@@ -180,9 +210,10 @@ Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOption
     c.files.push_back(dir / "ncu.raw.csv");
     c.files.push_back(dir / "ncu.details.csv");
   } else if (options.tool == Tool::kNsys) {
-    KFORGE_RETURN_IF_ERROR(ExportTo({exe->string(), "stats", "--report", "cuda_gpu_kern_sum",
-                                     "--format", "csv", "--output", "-", (dir / "nsys.nsys-rep").string()},
-                                    dir / "nsys.cuda_gpu_kern_sum.csv"));
+    KFORGE_RETURN_IF_ERROR(
+        ExportTo({exe->string(), "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv",
+                  "--output", "-", (dir / "nsys.nsys-rep").string()},
+                 dir / "nsys.cuda_gpu_kern_sum.csv"));
     c.files.push_back(dir / "nsys.cuda_gpu_kern_sum.csv");
   }
   auto parsed = ParseCaptureFiles(options.tool, dir);
@@ -213,7 +244,8 @@ std::function<Result<std::string>(const std::string&, const std::string&)> MakeS
       return Unavailable(fmt::format("the profiled run ended {}: {}", capture->status,
                                      capture->diagnostics.substr(0, 500)));
     }
-    return profile::Summarize(*capture->profile, profile::DatasheetPeaks(capture->profile->device)).text;
+    return profile::Summarize(*capture->profile, profile::DatasheetPeaks(capture->profile->device))
+        .text;
   };
 }
 

@@ -146,13 +146,14 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
   if (!config.uses_accelerator) limits.address_space_bytes = config.memory_limit_bytes;
   limits.processes = config.process_limit;
   limits.file_size_bytes = 16ull << 30;
-  RunnerLaunch launch{.job_file = s.work() / "profile-job.json",
-                      .job_json = ProfileJobJson(profile_job),
-                      .preload = "",
-                      .deadline = nullptr,
-                      .timeout = request.timeout,
-                      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{},
-                      .sandbox = options.sandbox};
+  RunnerLaunch launch{
+      .job_file = s.work() / "profile-job.json",
+      .job_json = ProfileJobJson(profile_job),
+      .preload = "",
+      .deadline = nullptr,
+      .timeout = request.timeout,
+      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{},
+      .sandbox = options.sandbox};
   fs::create_directories(profile_dir, ec);
   if (::geteuid() == 0 && !request.keep_privileges) {
     [[maybe_unused]] const int rc =

@@ -192,8 +192,7 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   // The sandbox gives the runner a private, empty /tmp: an interpreter installed there (a venv
   // in /tmp, as CI jobs often make) would be missing inside it ("execvp ...: No such file").
   with_site.visible_paths.push_back(InterpreterHome(RunnerPython()));
-  const std::shared_ptr<const Sandbox> sandbox =
-      launch.sandbox ? launch.sandbox : DefaultSandbox();
+  const std::shared_ptr<const Sandbox> sandbox = launch.sandbox ? launch.sandbox : DefaultSandbox();
   auto wrapped = sandbox->Wrap(std::move(spec), with_site);
   auto r = RunProcess(wrapped, stop);
   if (!r) return std::unexpected(r.error());

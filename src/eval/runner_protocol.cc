@@ -232,9 +232,8 @@ std::string CandidateJobJson(const CandidateJob& job) {
 
 std::string ProfileJobJson(const ProfileJob& job) {
   json j = CandidateJobObject(job.candidate, "profile");
-  j["profile"] = {{"tool", job.tool},
-                  {"calls", job.calls},
-                  {"output_dir", job.output_dir.string()}};
+  j["profile"] = {
+      {"tool", job.tool}, {"calls", job.calls}, {"output_dir", job.output_dir.string()}};
   return j.dump(2);
 }
 

@@ -118,10 +118,10 @@ std::string CandidateJobJson(const CandidateJob& job);
 // runs one warm-up call and then `calls` profiled calls under `tool`, writing its exports to
 // `output_dir`.
 struct ProfileJob {
-  CandidateJob candidate;             // its `timing` is ignored: the profile pass is untimed
-  std::string tool = "torch";         // torch, opencl, or external (a wrapping profiler)
+  CandidateJob candidate;      // its `timing` is ignored: the profile pass is untimed
+  std::string tool = "torch";  // torch, opencl, or external (a wrapping profiler)
   int calls = 3;
-  std::filesystem::path output_dir;   // inside the candidate's scratch folder
+  std::filesystem::path output_dir;  // inside the candidate's scratch folder
 };
 std::string ProfileJobJson(const ProfileJob& job);
 

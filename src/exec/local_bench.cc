@@ -17,8 +17,8 @@ Result<BenchResult> RunLocalBench(LocalBenchRequest request, StopSignals& signal
   if (request.backend == nullptr || request.compiler == nullptr) {
     return InvalidArgument("RunLocalBench: backend and compiler are required");
   }
-  DeviceSlots slots(DiscoverDevices(request.backend->target(), request.backend->RunnerDevice(),
-                                    request.devices));
+  DeviceSlots slots(
+      DiscoverDevices(request.backend->target(), request.backend->RunnerDevice(), request.devices));
   std::vector<std::string> names;
   for (const auto& d : slots.devices()) names.push_back(d.name);
   if (request.out != nullptr) {
@@ -95,14 +95,16 @@ Result<BenchSummary> SummarizeBench(store::RunStore& store, const std::string& r
 std::string BenchSummary::Format() const {
   std::string best;
   for (std::size_t i = 0; i < std::min<std::size_t>(5, best_speedups.size()); ++i) {
-    best += fmt::format("{}{:.2f}x {}", i ? ", " : "", best_speedups[i].first,
-                        best_speedups[i].second);
+    best +=
+        fmt::format("{}{:.2f}x {}", i ? ", " : "", best_speedups[i].first, best_speedups[i].second);
   }
-  std::string text = fmt::format("\n{}/{} tasks with a correct kernel · best speedups vs eager: {}\n",
-                                 solved, tasks, best.empty() ? "none" : best);
+  std::string text =
+      fmt::format("\n{}/{} tasks with a correct kernel · best speedups vs eager: {}\n", solved,
+                  tasks, best.empty() ? "none" : best);
   if (!apart.empty()) {
-    text += fmt::format("Reported apart (their speedups prove little or need a person's look): {}\n",
-                        fmt::join(apart, ", "));
+    text +=
+        fmt::format("Reported apart (their speedups prove little or need a person's look): {}\n",
+                    fmt::join(apart, ", "));
   }
   return text;
 }

@@ -94,8 +94,8 @@ Result<SlurmBenchElementConfig> ReadSlurmBenchConfig(const fs::path& run_dir) {
   return out;
 }
 
-Status WriteSlurmElementMarker(const fs::path& element_dir, bool done,
-                               const std::string& task_name, int correct) {
+Status WriteSlurmElementMarker(const fs::path& element_dir, bool done, const std::string& task_name,
+                               int correct) {
   const nlohmann::json marker = {
       {"status", done ? "done" : "interrupted"}, {"task", task_name}, {"correct", correct}};
   return WriteFile(element_dir / "exit.json", marker.dump());

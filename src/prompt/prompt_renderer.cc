@@ -221,11 +221,11 @@ Result<RenderedPrompt> PromptRenderer::RenderGeneration(const GenerationPromptIn
 
   std::error_code ec;
   const fs::path own_reference = example_dir / "reference.py";
-  auto example_reference =
-      LoadFile(templates_dir_,
-               fs::exists(templates_dir_ / own_reference, ec) ? own_reference
-                                                              : fs::path("examples") / "reference.py",
-               "example");
+  auto example_reference = LoadFile(templates_dir_,
+                                    fs::exists(templates_dir_ / own_reference, ec)
+                                        ? own_reference
+                                        : fs::path("examples") / "reference.py",
+                                    "example");
   if (!example_reference) return std::unexpected(std::move(example_reference).error());
   auto example_candidate = LoadFile(templates_dir_, example_dir / format.file_name, "example");
   if (!example_candidate) return std::unexpected(std::move(example_candidate).error());

@@ -21,10 +21,14 @@ std::string_view CandidateKindName(CandidateKind kind) {
 
 std::string_view StreamHandleName(StreamHandle handle) {
   switch (handle) {
-    case StreamHandle::kNone: return "none";
-    case StreamHandle::kCudaStream: return "cuda-stream";
-    case StreamHandle::kHipStream: return "hip-stream";
-    case StreamHandle::kSyclQueue: return "sycl-queue";
+    case StreamHandle::kNone:
+      return "none";
+    case StreamHandle::kCudaStream:
+      return "cuda-stream";
+    case StreamHandle::kHipStream:
+      return "hip-stream";
+    case StreamHandle::kSyclQueue:
+      return "sycl-queue";
   }
   return "none";
 }
@@ -64,8 +68,6 @@ const ModelTraits& TraitsOf(ProgrammingModel model) {
   return kTraits.at(model);
 }
 
-const CandidateFormat& CandidateFormatOf(ProgrammingModel model) {
-  return TraitsOf(model).format;
-}
+const CandidateFormat& CandidateFormatOf(ProgrammingModel model) { return TraitsOf(model).format; }
 
 }  // namespace kforge

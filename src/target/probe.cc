@@ -136,7 +136,7 @@ std::string ImportedModuleVersion(const std::string& module) {
 
 std::string PythonModuleVersion(const std::string& module) {
   static const std::set<std::string> kAskedTogether = {
-      "torch", "numpy", "triton", "pyopencl", "cutlass", "torch.cuda", "torch.mps.available",
+      "torch",    "numpy", "triton", "pyopencl", "cutlass", "torch.cuda", "torch.mps.available",
       "torch.mps"};
   if (!kAskedTogether.contains(module)) return ImportedModuleVersion(module);
   const auto& modules = PythonModules();

@@ -83,9 +83,7 @@ std::string_view VendorName(Vendor vendor) {
   return "?";
 }
 
-std::string_view ProgrammingModelName(ProgrammingModel model) {
-  return RegistryEntry(model).name;
-}
+std::string_view ProgrammingModelName(ProgrammingModel model) { return RegistryEntry(model).name; }
 
 const std::vector<ProgrammingModel>& AllProgrammingModels() {
   static const std::vector<ProgrammingModel> all = [] {
@@ -142,8 +140,9 @@ Result<Target> Target::Parse(std::string_view text) {
   auto model_it = std::find_if(models.begin(), models.end(),
                                [&](const RegisteredModel& m) { return m.name == model_name; });
   if (model_it == models.end()) {
-    return InvalidArgument(fmt::format("bad target '{}': unknown programming model '{}' (known: {})",
-                                       text, model_name, ModelNames()));
+    return InvalidArgument(
+        fmt::format("bad target '{}': unknown programming model '{}' (known: {})", text, model_name,
+                    ModelNames()));
   }
   t.model = model_it->model;
   auto allowed = ModelsOf(t.vendor);

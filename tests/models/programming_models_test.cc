@@ -120,8 +120,8 @@ TEST_P(ModelRowTest, ExampleRendersParsesAndPassesTheGuardrails) {
   EXPECT_NE(prompt->user.find(backend->traits().title), std::string::npos);
   EXPECT_NE(prompt->user.find(example), std::string::npos);
 
-  const std::string answer = "Here is the kernel.\n\n```" + format.fence_language + " title=" +
-                             format.file_name + "\n" + example + "```\n";
+  const std::string answer = "Here is the kernel.\n\n```" + format.fence_language +
+                             " title=" + format.file_name + "\n" + example + "```\n";
   auto parsed = ParseCandidateAnswer(answer, target.model);
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed->source, example);

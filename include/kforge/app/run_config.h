@@ -58,14 +58,14 @@ struct RunConfig {
   static constexpr int kVersion = 2;
 
   store::RunKind kind = store::RunKind::kRun;
-  std::string target;       // vendor[-device]/model
-  std::string task;         // run: SUITE.toml#ID, PROBLEM.py, DATASET.jsonl#N, kernelbench:...
-  std::string suite;        // bench: a TOML manifest or a KernelBench JSONL file
+  std::string target;  // vendor[-device]/model
+  std::string task;    // run: SUITE.toml#ID, PROBLEM.py, DATASET.jsonl#N, kernelbench:...
+  std::string suite;   // bench: a TOML manifest or a KernelBench JSONL file
   ModelSource models;
-  int iterations = 5;       // per sample (and task)
+  int iterations = 5;  // per sample (and task)
   int samples = 1;
-  bool profile = true;      // a profile pass before each analysis, where the target has one
-  bool time = true;         // time correct candidates (bench --no-time: correctness only)
+  bool profile = true;           // a profile pass before each analysis, where the target has one
+  bool time = true;              // time correct candidates (bench --no-time: correctness only)
   std::string reference_impl;    // run: a working implementation to translate from
   std::string reference_target;  // run: the target it was written for
   std::int64_t max_tokens = 0;   // 0: no limit
@@ -73,8 +73,8 @@ struct RunConfig {
   int max_time_s = 0;            // wall time of each loop; 0: no limit
   std::string runs_dir = "kforge-runs";  // run, e2e: where run directories are made
   // bench
-  int jobs = 0;     // tasks in flight; 0: min(tasks, 16)
-  int devices = 0;  // devices used at most; 0: all
+  int jobs = 0;                    // tasks in flight; 0: min(tasks, 16)
+  int devices = 0;                 // devices used at most; 0: all
   std::string executor = "local";  // local | slurm
   SlurmConfig slurm;
   // e2e

@@ -41,7 +41,8 @@ Status CheckProfileTool(profile::Tool tool, const Backend& backend);
 // (--profile-from-start off), --clock-control none, all child processes, the section set
 // $KFORGE_NCU_SET (default full), at most $KFORGE_NCU_LAUNCH_COUNT kernels (default 200), a report
 // in `out`.
-std::vector<std::string> NcuCommand(const std::filesystem::path& ncu, const std::filesystem::path& out);
+std::vector<std::string> NcuCommand(const std::filesystem::path& ncu,
+                                    const std::filesystem::path& out);
 
 struct ProfileCapture {
   profile::Tool tool = profile::Tool::kTorch;
@@ -49,7 +50,7 @@ struct ProfileCapture {
   std::string diagnostics;
   std::string log;                           // the tool's and the runner's messages (tail)
   std::vector<std::filesystem::path> files;  // raw outputs (ncu.raw.csv, torch.json, ...)
-  std::optional<profile::Profile> profile;            // parsed, when the run succeeded
+  std::optional<profile::Profile> profile;   // parsed, when the run succeeded
 };
 
 struct ProfileCaptureOptions {
@@ -62,10 +63,10 @@ struct ProfileCaptureOptions {
 // Runs the profile pass and the tool's exports; parses the result. Errors: a tool that cannot run
 // here, KForge's own failures; a candidate that fails is a ProfileCapture with its status.
 Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOptions& eval_options,
-                               const Task& task, const Backend& backend,
-                               const std::filesystem::path& candidate,
-                               const ProfileCaptureOptions& options, std::stop_token stop = {});
-
+                                      const Task& task, const Backend& backend,
+                                      const std::filesystem::path& candidate,
+                                      const ProfileCaptureOptions& options,
+                                      std::stop_token stop = {});
 
 // For the synthesis loop (synth::SynthesisSetup::profile_summary): a function that writes a
 // candidate's source under `work_dir`, captures it with DefaultProfileTool(backend) and returns the

@@ -31,9 +31,9 @@ struct LocalBenchRequest {
   store::RunStore* store = nullptr;  // required; the run row must exist
   std::string run_id;
   std::vector<Task> tasks;
-  const Backend* backend = nullptr;  // required
-  CompileService* compiler = nullptr;  // required
-  EvalOptions eval_options;          // each device's Evaluator's
+  const Backend* backend = nullptr;                    // required
+  CompileService* compiler = nullptr;                  // required
+  EvalOptions eval_options;                            // each device's Evaluator's
   std::shared_ptr<llm::Provider> generation_provider;  // required
   std::shared_ptr<llm::Provider> analysis_provider;    // null: the generation provider
   std::shared_ptr<llm::Budget> budget;
@@ -55,7 +55,8 @@ Result<BenchResult> RunLocalBench(LocalBenchRequest request, StopSignals& signal
 struct BenchSummary {
   std::size_t tasks = 0;
   int solved = 0;
-  std::vector<std::pair<double, std::string>> best_speedups;  // (speedup vs eager, task), best first
+  std::vector<std::pair<double, std::string>>
+      best_speedups;               // (speedup vs eager, task), best first
   std::vector<std::string> apart;  // "task (why, 12.30x)"
   std::string Format() const;      // the summary's lines
 };

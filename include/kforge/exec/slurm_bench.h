@@ -24,7 +24,7 @@ namespace kforge::exec {
 struct SlurmBenchRequest {
   std::filesystem::path run_dir;  // the bench's run directory (its store is `store`)
   std::string run_id;
-  std::string config_json;  // the bench's run configuration (app::RunConfig::ToJson)
+  std::string config_json;              // the bench's run configuration (app::RunConfig::ToJson)
   std::vector<std::string> task_names;  // in suite order; element i runs task i
   // The element command without its index, e.g. {"/usr/bin/kforge", "bench-task", RUN_DIR}.
   std::vector<std::string> element_argv;

@@ -8,11 +8,11 @@
 // prompt/, eval/, profile/, cli/ and the runner ask the backend (the runner through the job it is
 // handed: kind, stream handle, backend name); none of them switches on the programming model.
 //
-// A backend file (src/target/backends/<model>.cc) exports one factory, NewXxxBackend(const Target&),
-// and keeps its class in an anonymous namespace; NewBackend() dispatches through the registry in
-// src/target/registry.cc. Adding a programming model is one ProgrammingModel value, one backend
-// file, one registry line, one template folder (templates/examples/<model>/: conventions and the
-// one-shot example) and, only for a new kind of candidate, one runner adapter.
+// A backend file (src/target/backends/<model>.cc) exports one factory, NewXxxBackend(const
+// Target&), and keeps its class in an anonymous namespace; NewBackend() dispatches through the
+// registry in src/target/registry.cc. Adding a programming model is one ProgrammingModel value, one
+// backend file, one registry line, one template folder (templates/examples/<model>/: conventions
+// and the one-shot example) and, only for a new kind of candidate, one runner adapter.
 //
 // Thread-safety: all methods are const and safe to call from any thread.
 #ifndef KFORGE_TARGET_BACKEND_H_
@@ -48,7 +48,8 @@ enum class StreamHandle {
   kHipStream,   // the current hipStream_t of the device
   kSyclQueue,   // a sycl::queue* of the device's current stream
 };
-std::string_view StreamHandleName(StreamHandle handle);  // "none", "cuda-stream", "hip-stream", "sycl-queue"
+std::string_view StreamHandleName(
+    StreamHandle handle);  // "none", "cuda-stream", "hip-stream", "sycl-queue"
 
 // The one file a generated candidate consists of (runner/PROTOCOL.md, "Candidate kinds"). The
 // prompts ask for exactly this file and the answer parser accepts exactly this format.

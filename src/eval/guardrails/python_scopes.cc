@@ -91,8 +91,8 @@ std::vector<PyScope> PythonScopes(const std::vector<Token>& t,
       const bool is_def = t[i].text == "def";
       const bool is_init = is_def && i + 1 < t.size() && t[i + 1].text == "__init__";
       const bool is_kernel = is_def && kernel_decorator;
-      stack.push_back({t[i].indent, is_def, is_init, is_kernel,
-                       is_kernel && decorator_has_host_code, false});
+      stack.push_back(
+          {t[i].indent, is_def, is_init, is_kernel, is_kernel && decorator_has_host_code, false});
       kernel_decorator = false;
       decorator_has_host_code = false;
     }
@@ -103,9 +103,9 @@ std::vector<PyScope> PythonScopes(const std::vector<Token>& t,
       for (std::size_t k = i + 1; k + 1 < t.size() && !t[k].line_start; ++k) {
         if (t[k].kind == TokKind::kName && t[k].text == "in" && t[k].depth == t[i].depth) {
           const std::string iterable = Canonical(t[k + 1].text, aliases);
-          device_loop = std::find(rules.device_loop_iterables.begin(),
-                                  rules.device_loop_iterables.end(),
-                                  iterable) != rules.device_loop_iterables.end();
+          device_loop =
+              std::find(rules.device_loop_iterables.begin(), rules.device_loop_iterables.end(),
+                        iterable) != rules.device_loop_iterables.end();
           break;
         }
       }

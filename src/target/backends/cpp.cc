@@ -1,10 +1,10 @@
 // cpu/cpp: host C++ (OpenMP allowed) compiled by g++ into a shared object exporting kforge_forward.
 #include <fmt/format.h>
 
+#include "formats.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
-#include "formats.h"
 
 namespace kforge {
 namespace {

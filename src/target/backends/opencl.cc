@@ -2,9 +2,9 @@
 // runtime inside the runner (pyopencl); the candidate is a Python file with SOURCE and launch().
 #include <fmt/format.h>
 
+#include "formats.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
-#include "formats.h"
 
 namespace kforge {
 namespace {

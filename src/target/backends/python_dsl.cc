@@ -53,20 +53,20 @@ std::unique_ptr<Backend> NewPythonDslBackend(const Target& target, PythonDslSpec
 std::unique_ptr<Backend> NewTritonBackend(const Target& target, const Env& /*env*/) {
   StaticRuleSet rules;
   rules.implicit_tf32_calls = {"triton.language.dot"};
-  PythonDslSpec spec{.traits = {.title = "Triton",
-                                .format = backends::ModuleFormat(ProgrammingModel::kTriton),
-                                .kernelbench_compat = false,
-                                .stream = StreamHandle::kNone,
-                                .templates = "triton",
-                                .profilers = target.vendor == Vendor::kNvidia
-                                                 ? backends::NvidiaProfilers()
-                                                 : std::vector<std::string>{"torch"},
-                                .static_rules = rules},
-                     .module = "triton",
-                     .install_hint = "pip install triton (it ships with CUDA/ROCm builds of torch)",
-                     .device = target.vendor == Vendor::kIntel ? "xpu:0" : "cuda:0",
-                     .device_module = "torch.cuda",
-                     .device_hint = "no GPU visible to the runner's torch"};
+  PythonDslSpec spec{
+      .traits = {.title = "Triton",
+                 .format = backends::ModuleFormat(ProgrammingModel::kTriton),
+                 .kernelbench_compat = false,
+                 .stream = StreamHandle::kNone,
+                 .templates = "triton",
+                 .profilers = target.vendor == Vendor::kNvidia ? backends::NvidiaProfilers()
+                                                               : std::vector<std::string>{"torch"},
+                 .static_rules = rules},
+      .module = "triton",
+      .install_hint = "pip install triton (it ships with CUDA/ROCm builds of torch)",
+      .device = target.vendor == Vendor::kIntel ? "xpu:0" : "cuda:0",
+      .device_module = "torch.cuda",
+      .device_hint = "no GPU visible to the runner's torch"};
   return NewPythonDslBackend(target, std::move(spec));
 }
 

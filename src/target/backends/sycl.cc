@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "formats.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
-#include "formats.h"
 
 namespace kforge {
 namespace {

@@ -14,6 +14,7 @@ const std::vector<RegisteredModel>& RegisteredModels() {
       {PM::kMetal, "metal", {V::kApple}, NewMetalBackend},
       {PM::kTriton, "triton", {V::kNvidia, V::kAmd, V::kIntel}, NewTritonBackend},
       {PM::kCute, "cute", {V::kNvidia}, NewCuteBackend},
+      {PM::kHelion, "helion", {V::kNvidia}, NewHelionBackend},
       {PM::kOpenCl, "opencl", {V::kNvidia, V::kAmd, V::kIntel, V::kCpu}, NewOpenClBackend},
       {PM::kCpp, "cpp", {V::kCpu}, NewCppBackend},
   };

@@ -40,6 +40,7 @@ const ModelRow kModels[] = {
     {"nvidia-h200/cute", CandidateKind::kModule, StreamHandle::kNone},
     {"cpu/opencl", CandidateKind::kOpenCl, StreamHandle::kNone},
     {"cpu/cpp", CandidateKind::kNative, StreamHandle::kNone},
+    {"nvidia-h200/helion", CandidateKind::kModule, StreamHandle::kNone},
 };
 
 const fs::path kTemplates = fs::path(KFORGE_SOURCE_HOME) / "templates";

@@ -183,6 +183,7 @@ std::unique_ptr<Backend> NewSyclBackend(const Target& target, const Env& env);
 std::unique_ptr<Backend> NewMetalBackend(const Target& target, const Env& env);
 std::unique_ptr<Backend> NewOpenClBackend(const Target& target, const Env& env);
 std::unique_ptr<Backend> NewCppBackend(const Target& target, const Env& env);
+std::unique_ptr<Backend> NewHelionBackend(const Target& target, const Env& env);
 
 }  // namespace kforge
 

@@ -17,7 +17,7 @@
 namespace kforge {
 
 enum class Vendor { kNvidia, kAmd, kIntel, kApple, kCpu };
-enum class ProgrammingModel { kCuda, kTriton, kCute, kHip, kSycl, kMetal, kOpenCl, kCpp };
+enum class ProgrammingModel { kCuda, kTriton, kCute, kHip, kSycl, kMetal, kOpenCl, kCpp, kHelion };
 
 std::string_view VendorName(Vendor vendor);
 std::string_view ProgrammingModelName(ProgrammingModel model);

@@ -14,6 +14,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config git
+  # format and naming checks of the changed tree (scripts/lint.sh)
+  clang-format clang-tidy
   # C++ libraries (DESIGN.md, Dependencies)
   libcurl4-openssl-dev nlohmann-json3-dev libtomlplusplus-dev libkainjow-mustache-dev
   libsqlite3-dev libcli11-dev libfmt-dev libspdlog-dev libcpp-httplib-dev libxxhash-dev

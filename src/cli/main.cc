@@ -1,25 +1,20 @@
 // The `kforge` command.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
+#include "bench_command.h"
 #include "calibrate_command.h"
 #include "demo_command.h"
-#include "bench_command.h"
 #include "e2e_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
 #include "kforge/core/nearest_name.h"
+#include "models_command.h"
 #include "profile_command.h"
+#include "report_command.h"
 #include "run_command.h"
 #include "targets_command.h"
-#if __has_include("models_command.h")
-#include "models_command.h"
-#define KFORGE_HAVE_MODELS_COMMAND 1
-#endif
-#if __has_include("report_command.h")
-#include "report_command.h"
-#define KFORGE_HAVE_REPORT_COMMAND 1
-#endif
 
 int main(int argc, char** argv) {
   kforge::InitLogging();
@@ -39,13 +34,9 @@ int main(int argc, char** argv) {
   kforge::AddBenchCommand(app);
   kforge::AddE2eCommand(app);
   kforge::AddExportCommand(app);
-#ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
-#endif
-#ifdef KFORGE_HAVE_REPORT_COMMAND
   kforge::AddReportCommand(app);
   kforge::AddCompareCommand(app);
-#endif
   // A first word that names no subcommand: say so, with the nearest name (CLI11 alone says "A
   // subcommand is required").
   if (argc > 1 && argv[1][0] != '-') {

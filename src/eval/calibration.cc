@@ -135,7 +135,8 @@ Result<Calibration> MeasureCalibration(const Backend& backend, const std::string
       .preload = "",
       .deadline = nullptr,
       .timeout = std::chrono::seconds(600),
-      .wrapper = {}};
+      .wrapper = {},
+      .sandbox = options.sandbox};
   auto run = RunRunner(launch, *runner_dir, scratch, policy, ResourceLimits{}, {});
   std::error_code ec;
   fs::remove_all(scratch, ec);

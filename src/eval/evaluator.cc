@@ -129,7 +129,8 @@ Result<SlotConfig> Evaluator::ConfigFor(const Backend& backend) {
                     .memory_limit_bytes = options_.memory_limit_bytes,
                     .process_limit = options_.process_limit,
                     .keep = options_.keep_work_dir,
-                    .max_wait = std::chrono::seconds(1800)};
+                    .max_wait = std::chrono::seconds(1800),
+                    .sandbox = options_.sandbox};
 }
 
 Result<std::unique_ptr<WorkSlot>> Evaluator::TakeSlot(const Backend& backend) {
@@ -261,10 +262,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   auto kind = backend.KindOf(candidate);
   if (!kind) return infra(kind.error());
   v.candidate_kind = std::string(CandidateKindName(*kind));
-  const bool compat =
-      *kind == CandidateKind::kModule && (backend.target().model == ProgrammingModel::kCuda ||
-                                          backend.target().model == ProgrammingModel::kCpp ||
-                                          backend.target().model == ProgrammingModel::kHip);
+  const bool compat = backend.IsKernelBenchCompat(*kind);
   v.mode = compat ? "kernelbench-compat" : "kforge";
   if (compat && !options_.policy) {
     // KernelBench's own rule is torch.allclose at atol = rtol = 1e-2: the compatibility mode
@@ -285,7 +283,8 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     guard.allow_reference_ops = options_.allow_reference_ops || compat;
     guard.task_low_precision = TaskUsesLowPrecision(task.source);
     guard.task_dimensions = TaskDimensions(task);
-    const GuardrailReport report = CheckCandidate(*source, backend.target().model, *kind, guard);
+    const GuardrailReport report =
+        CheckCandidate(*source, backend.traits().static_rules, *kind, guard);
     v.guardrail_flags = report.FlagLines();
     if (report.rejected()) {
       v.status = EvalStatus::kGuardrail;
@@ -421,6 +420,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   cand_job.artifact = artifact;
   if (*kind != CandidateKind::kNative) cand_job.source_file = candidate_file;
   cand_job.opencl_platform = backend.OpenClPlatform();
+  cand_job.stream_handle = std::string(StreamHandleName(backend.traits().stream));
   cand_job.init_seed = ref_job.init_seed;
   cand_job.inputs_dir = slot->inputs_dir();
   cand_job.outputs_dir = slot->cand_dir();
@@ -433,7 +433,9 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (!cand_run) return infra(cand_run.error());
   v.candidate_seconds = slot->candidate().seconds_since_job();
   mark("candidate");
-  v.isolation = DefaultSandbox()->isolation(slot->candidate().policy()).Describe();
+  v.isolation = (options_.sandbox ? options_.sandbox : DefaultSandbox())
+                    ->isolation(slot->candidate().policy())
+                    .Describe();
   // Dynamic guardrails (docs/redteam.md): a finding names its check as "[check-id]".
   auto dynamic_guardrail = [&](std::string_view finding, std::string diagnostics) {
     v.status = EvalStatus::kGuardrail;

@@ -41,6 +41,7 @@ struct RunnerLaunch {
   std::shared_ptr<std::atomic<std::int64_t>> deadline;  // movable deadline (warm start)
   std::chrono::seconds timeout{0};
   std::vector<std::string> wrapper;  // put before the runner's command line (a profiler)
+  std::shared_ptr<const Sandbox> sandbox;  // the sandbox it starts in; null: DefaultSandbox()
 };
 
 struct RunnerRun {

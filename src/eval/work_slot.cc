@@ -111,7 +111,8 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
                    .timeout = std::chrono::seconds(0),
-                   .wrapper = {}},
+                   .wrapper = {},
+                   .sandbox = config.sandbox},
       config.runner_dir, slot->ref_dir(), ref_policy, ref_limits);
 
   // The candidate: another user, no network, read-only except its scratch folder, the
@@ -130,7 +131,8 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
                    .timeout = std::chrono::seconds(0),
-                   .wrapper = {}},
+                   .wrapper = {},
+                   .sandbox = config.sandbox},
       config.runner_dir, slot->cand_dir(), cand_policy, cand_limits);
   return slot;
 }

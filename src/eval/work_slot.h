@@ -36,6 +36,7 @@ struct SlotConfig {
   std::uint64_t process_limit = 0;
   bool keep = false;           // keep the folder after the evaluation
   std::chrono::seconds max_wait{1800};  // how long a warm runner waits for its job
+  std::shared_ptr<const Sandbox> sandbox;  // the runners' sandbox; null: DefaultSandbox()
 
   bool operator==(const SlotConfig&) const = default;
 };

@@ -100,6 +100,7 @@ Result<BenchResult> RunBench(BenchSetup setup) {
       s.on_progress = [&, i](const synth::ProgressEvent& e) {
         notify([&](BenchObserver& o) { o.OnStep(i, e); });
       };
+      if (setup.complete_synthesis) setup.complete_synthesis(setup.tasks[i], s);
       auto run = synth::Synthesizer(std::move(s)).Run();
       if (!run) {
         outcome.state = TaskState::kFailed;

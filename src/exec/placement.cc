@@ -15,9 +15,7 @@ class DeviceBackend : public Backend {
   DeviceBackend(const Backend& inner, std::string device)
       : inner_(inner), device_(std::move(device)) {}
   const Target& target() const override { return inner_.target(); }
-  std::vector<std::string> CandidateExtensions() const override {
-    return inner_.CandidateExtensions();
-  }
+  const ModelTraits& traits() const override { return inner_.traits(); }
   Availability Probe() const override { return inner_.Probe(); }
   Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
                                        const std::filesystem::path& output,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9, the CPU half: the tiny gpt-oss-style model through `kforge e2e` on cpu/cpp with a
+# `kforge e2e` on the CPU: the tiny gpt-oss-style model through `kforge e2e` on cpu/cpp with a
 # replayed conversation; integration applied and the patched model's logits and greedy tokens
 # must match the original's (the command's exit code says so, and result.json is checked too).
 # Then `kforge export --as torch-op`, installed into a fresh virtual environment and used to patch

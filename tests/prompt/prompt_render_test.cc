@@ -10,8 +10,8 @@
 #include <string>
 
 #include "kforge/core/files.h"
-#include "kforge/prompt/candidate_format.h"
 #include "kforge/prompt/prompt_renderer.h"
+#include "kforge/target/backend.h"
 
 namespace kforge {
 namespace {

@@ -43,9 +43,10 @@ struct E2eSetup {
   // options (per site), on_progress. The pipeline sets each site's task, stream prefix, best
   // folder and profile pass.
   synth::SynthesisSetup synthesis;
-  EvalOptions eval_options;            // the evaluator's (the profile pass uses them too)
   CompileService* compiler = nullptr;  // required (native kernels are built with it)
-  bool profile_pass = true;  // the profile pass before each analysis, where the target has one
+  // The composition root's per-site parts of each site's synthesis setup (its profile pass and
+  // device facts, app::Setup::CompleteSynthesis); unset: none.
+  std::function<void(const Task&, synth::SynthesisSetup&)> complete_synthesis;
   int top = 3;               // sites by time ...
   std::vector<std::string> sites;  // ... unless named
   int seed = 0;                    // weights of the model (torch.manual_seed before build_model)

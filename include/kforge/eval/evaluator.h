@@ -22,6 +22,7 @@
 #include <optional>
 #include <stop_token>
 
+#include "kforge/core/sandbox.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/timing.h"
 #include "kforge/eval/verdict.h"
@@ -62,6 +63,9 @@ struct EvalOptions {
   // With `time`: torch.compile baselines to time besides eager ("compile",
   // "compile-max-autotune"), cached per task, target and library versions.
   std::vector<std::string> baselines;
+  // The sandbox every runner starts in (core/sandbox.h); null (the default): DefaultSandbox(),
+  // bubblewrap where it works here. Tests pass their own.
+  std::shared_ptr<const Sandbox> sandbox;
 };
 
 // $TMPDIR/kforge-<uid>: where evaluation folders go unless EvalOptions::work_root says otherwise.

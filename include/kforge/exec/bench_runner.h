@@ -87,6 +87,9 @@ struct BenchSetup {
   std::optional<PromptRenderer> renderer;  // loaded once, shared by every task; unset: default
   synth::SynthesisOptions options;         // per task
   int jobs = 0;                            // tasks at once; 0: min(tasks, 16)
+  // The composition root's per-task parts of each task's synthesis setup (its profile pass and
+  // device facts, app::Setup::CompleteSynthesis); unset: none.
+  std::function<void(const Task&, synth::SynthesisSetup&)> complete_synthesis;
   BenchObserver* observer = nullptr;       // optional
   // Called once with every task before any starts (eval/task_check.h: each task run once); its
   // error ends RunBench before the first prompt. Unset: not checked.

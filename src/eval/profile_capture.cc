@@ -1,26 +1,30 @@
-#include "kforge/profile/profiler.h"
+#include "kforge/eval/profile_capture.h"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
 #include "kforge/core/files.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/eval/profile_pass.h"
+#include "kforge/profile/capture_files.h"
 #include "kforge/profile/parsers.h"
 #include "kforge/profile/reducer.h"
 
-namespace kforge::profile {
+namespace kforge {
 namespace {
+
+using profile::Tool;
 
 namespace fs = std::filesystem;
 
-bool IsCudaTarget(const Backend& backend) {
-  return backend.target().vendor == Vendor::kNvidia &&
-         backend.target().model != ProgrammingModel::kOpenCl;
+// Whether the backend lists `tool` among the profilers of its candidates.
+bool Lists(const Backend& backend, Tool tool) {
+  const auto& tools = backend.traits().profilers;
+  return std::find(tools.begin(), tools.end(), profile::ToolName(tool)) != tools.end();
 }
 
 // Runs an export command; its stdout is the file's content.
@@ -40,7 +44,9 @@ Status ExportTo(const std::vector<std::string>& argv, const fs::path& file) {
 
 }  // namespace
 
-std::optional<fs::path> FindTool(std::string_view name) {
+using profile::Tool;
+
+std::optional<fs::path> FindProfilerTool(std::string_view name) {
   std::vector<fs::path> dirs;
   if (const char* path = std::getenv("PATH")) {
     std::string_view rest(path);
@@ -55,44 +61,56 @@ std::optional<fs::path> FindTool(std::string_view name) {
   for (const auto& d : dirs) {
     const fs::path candidate = d / std::string(name);
     std::error_code ec;
-    if (!d.empty() && fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+    if (!d.empty() && fs::is_regular_file(candidate, ec) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
   }
   return std::nullopt;
 }
 
-Tool DefaultTool(const Backend& backend) {
-  if (backend.target().model == ProgrammingModel::kOpenCl) return Tool::kOpenCl;
-  if (IsCudaTarget(backend) && FindTool("ncu")) return Tool::kNcu;
+Tool DefaultProfileTool(const Backend& backend) {
+  // The backend's first profiler that can run here: a vendor tool only where it is installed.
+  for (const std::string& name : backend.traits().profilers) {
+    const std::optional<Tool> tool = profile::ParseToolName(name);
+    if (!tool) continue;
+    if ((*tool == Tool::kNcu || *tool == Tool::kNsys) && !FindProfilerTool(name)) continue;
+    return *tool;
+  }
   return Tool::kTorch;
 }
 
-Status CheckTool(Tool tool, const Backend& backend) {
+Status CheckProfileTool(Tool tool, const Backend& backend) {
   const std::string target = backend.target().ToString();
   switch (tool) {
-    case Tool::kTorch: return Ok();
+    case Tool::kTorch:
     case Tool::kOpenCl:
-      if (backend.target().model != ProgrammingModel::kOpenCl) {
-        return InvalidArgument(fmt::format("--tool opencl profiles OpenCL candidates; {} is not an "
-                                           "opencl target (use --tool torch)", target));
+      if (!Lists(backend, tool)) {
+        return InvalidArgument(fmt::format(
+            "--tool {} does not profile {} candidates (use --tool {})", profile::ToolName(tool),
+            target, profile::ToolName(DefaultProfileTool(backend))));
       }
       return Ok();
     case Tool::kNcu:
     case Tool::kNsys: {
-      const std::string name = ToolName(tool);
-      if (!IsCudaTarget(backend)) {
-        return InvalidArgument(fmt::format("--tool {} needs an NVIDIA CUDA target, not {}", name, target));
+      const std::string name = profile::ToolName(tool);
+      if (!Lists(backend, tool)) {
+        return InvalidArgument(
+            fmt::format("--tool {} needs an NVIDIA CUDA target, not {}", name, target));
       }
-      if (!FindTool(name)) {
-        return Unavailable(fmt::format("--tool {}: {} is not on PATH nor in /usr/local/cuda/bin "
-                                       "(install Nsight, or use --tool torch)", name, name));
+      if (!FindProfilerTool(name)) {
+        return Unavailable(
+            fmt::format("--tool {}: {} is not on PATH nor in /usr/local/cuda/bin "
+                        "(install Nsight, or use --tool torch)",
+                        name, name));
       }
       return Ok();
     }
     default:
-      return InvalidArgument(fmt::format("--tool {} cannot run candidates; its exports are parsed "
-                                         "by the profile module only", ToolName(tool)));
+      return InvalidArgument(
+          fmt::format("--tool {} cannot run candidates; its exports are parsed "
+                      "by the profile module only",
+                      profile::ToolName(tool)));
   }
 }
 
@@ -101,93 +119,73 @@ std::vector<std::string> NcuCommand(const fs::path& ncu, const fs::path& out) {
     const char* v = std::getenv(name);
     return std::string(v != nullptr && *v != '\0' ? v : fallback);
   };
-  return {ncu.string(), "--clock-control", "none", "--profile-from-start", "off",
-          "--target-processes", "all", "--set", env_or("KFORGE_NCU_SET", "full"),
-          "--import-source", "no", "--launch-count", env_or("KFORGE_NCU_LAUNCH_COUNT", "200"),
-          "--force-overwrite", "--export", (out / "ncu").string()};
+  return {ncu.string(),
+          "--clock-control",
+          "none",
+          "--profile-from-start",
+          "off",
+          "--target-processes",
+          "all",
+          "--set",
+          env_or("KFORGE_NCU_SET", "full"),
+          "--import-source",
+          "no",
+          "--launch-count",
+          env_or("KFORGE_NCU_LAUNCH_COUNT", "200"),
+          "--force-overwrite",
+          "--export",
+          (out / "ncu").string()};
 }
 
-std::string MainExportName(Tool tool) {
-  switch (tool) {
-    case Tool::kNcu: return "ncu.raw.csv";
-    case Tool::kTorch: return "torch.json";
-    case Tool::kOpenCl: return "opencl.json";
-    case Tool::kNsys: return "nsys.cuda_gpu_kern_sum.csv";
-    default: return {};
-  }
-}
-
-Result<Profile> ParseCaptureFiles(Tool tool, const fs::path& dir) {
-  auto read = [&](const char* name) { return ReadFile(dir / name); };
-  switch (tool) {
-    case Tool::kNcu: {
-      auto raw = read("ncu.raw.csv");
-      if (!raw) return std::unexpected(raw.error());
-      auto p = ParseNcuRawCsv(*raw);
-      if (!p) return p;
-      if (auto details = read("ncu.details.csv")) {
-        if (auto s = AddNcuDetailsCsv(*details, &*p); !s) p->notes.push_back(s.error().message);
-      }
-      return p;
-    }
-    case Tool::kTorch: {
-      auto text = read("torch.json");
-      if (!text) return std::unexpected(text.error());
-      return ParseTorchChromeTrace(*text);
-    }
-    case Tool::kOpenCl: {
-      auto text = read("opencl.json");
-      if (!text) return std::unexpected(text.error());
-      return ParseOpenClEvents(*text);
-    }
-    case Tool::kNsys: {
-      auto text = read("nsys.cuda_gpu_kern_sum.csv");
-      if (!text) return std::unexpected(text.error());
-      return ParseNsysKernelSumCsv(*text);
-    }
-    default:
-      return InvalidArgument("no capture files for tool " + ToolName(tool));
-  }
-}
-
-Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval_options,
-                               const Task& task, const Backend& backend, const fs::path& candidate,
-                               const CaptureOptions& options, std::stop_token stop) {
-  KFORGE_RETURN_IF_ERROR(CheckTool(options.tool, backend));
+Result<ProfileCapture> CaptureProfile(CompileService& compiler, const EvalOptions& eval_options,
+                                      const Task& task, const Backend& backend,
+                                      const fs::path& candidate,
+                                      const ProfileCaptureOptions& options, std::stop_token stop) {
+  KFORGE_RETURN_IF_ERROR(CheckProfileTool(options.tool, backend));
   ProfilePassRequest request;
   request.calls = options.calls;
   request.reference = options.reference;
   request.output_dir = options.output_dir;
   std::optional<fs::path> exe;
   switch (options.tool) {
-    case Tool::kTorch: request.runner_tool = "torch"; break;
+    case Tool::kTorch:
+      request.runner_tool = "torch";
+      break;
     case Tool::kOpenCl:
-      if (options.reference) return InvalidArgument("--reference: the task's reference is PyTorch; profile it with --tool torch");
+      if (options.reference)
+        return InvalidArgument(
+            "--reference: the task's reference is PyTorch; profile it with --tool torch");
       request.runner_tool = "opencl";
       break;
     case Tool::kNcu:
-      exe = FindTool("ncu");
+      exe = FindProfilerTool("ncu");
       request.runner_tool = "external";
       request.calls = 1;
       request.keep_privileges = true;
       request.wrapper = [exe](const fs::path& out) { return NcuCommand(*exe, out); };
       break;
     case Tool::kNsys:
-      exe = FindTool("nsys");
+      exe = FindProfilerTool("nsys");
       request.runner_tool = "external";
       request.calls = std::min(options.calls, 3);
       request.keep_privileges = true;
       request.wrapper = [exe](const fs::path& out) {
-        return std::vector<std::string>{exe->string(), "profile", "--capture-range=cudaProfilerApi",
-                                        "--capture-range-end=stop", "--trace=cuda",
-                                        "--force-overwrite=true", "--output", (out / "nsys").string()};
+        return std::vector<std::string>{exe->string(),
+                                        "profile",
+                                        "--capture-range=cudaProfilerApi",
+                                        "--capture-range-end=stop",
+                                        "--trace=cuda",
+                                        "--force-overwrite=true",
+                                        "--output",
+                                        (out / "nsys").string()};
       };
       break;
-    default: break;
+    default:
+      break;
   }
   auto pass = RunProfilePass(compiler, eval_options, task, backend, candidate, request, stop);
   if (!pass) return std::unexpected(pass.error());
-  Capture c;
+  ProfileCapture c;
   c.tool = options.tool;
   c.status = pass->status;
   c.diagnostics = pass->diagnostics;
@@ -199,7 +197,8 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
     const fs::path report = dir / "ncu.ncu-rep";
     if (!fs::exists(report)) {
       c.status = "no_report";
-      c.diagnostics = "ncu wrote no report (no kernel ran inside the capture range?); its log:\n" + c.log;
+      c.diagnostics =
+          "ncu wrote no report (no kernel ran inside the capture range?); its log:\n" + c.log;
       return c;
     }
     KFORGE_RETURN_IF_ERROR(ExportTo({exe->string(), "--import", report.string(), "--csv", "--page",
@@ -211,9 +210,10 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
     c.files.push_back(dir / "ncu.raw.csv");
     c.files.push_back(dir / "ncu.details.csv");
   } else if (options.tool == Tool::kNsys) {
-    KFORGE_RETURN_IF_ERROR(ExportTo({exe->string(), "stats", "--report", "cuda_gpu_kern_sum",
-                                     "--format", "csv", "--output", "-", (dir / "nsys.nsys-rep").string()},
-                                    dir / "nsys.cuda_gpu_kern_sum.csv"));
+    KFORGE_RETURN_IF_ERROR(
+        ExportTo({exe->string(), "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv",
+                  "--output", "-", (dir / "nsys.nsys-rep").string()},
+                 dir / "nsys.cuda_gpu_kern_sum.csv"));
     c.files.push_back(dir / "nsys.cuda_gpu_kern_sum.csv");
   }
   auto parsed = ParseCaptureFiles(options.tool, dir);
@@ -226,7 +226,7 @@ Result<Capture> CaptureProfile(CompileService& compiler, const EvalOptions& eval
 std::function<Result<AnalysisProfile>(const std::string&, const std::string&)> MakeSummaryProfiler(
     CompileService& compiler, EvalOptions eval_options, Task task, const Backend& backend,
     fs::path work_dir) {
-  const Tool tool = DefaultTool(backend);
+  const Tool tool = DefaultProfileTool(backend);
   if (backend.target().vendor == Vendor::kCpu && tool != Tool::kOpenCl) return {};
   return [&compiler, eval_options, task = std::move(task), &backend, work_dir, tool](
              const std::string& file_name, const std::string& source) -> Result<AnalysisProfile> {
@@ -235,7 +235,7 @@ std::function<Result<AnalysisProfile>(const std::string&, const std::string&)> M
     std::error_code ec;
     fs::create_directories(dir, ec);
     KFORGE_RETURN_IF_ERROR(WriteFile(dir / file_name, source));
-    CaptureOptions options;
+    ProfileCaptureOptions options;
     options.tool = tool;
     options.output_dir = dir / "raw";
     auto capture = CaptureProfile(compiler, eval_options, task, backend, dir / file_name, options);
@@ -245,11 +245,14 @@ std::function<Result<AnalysisProfile>(const std::string&, const std::string&)> M
                                      capture->diagnostics.substr(0, 500)));
     }
     AnalysisProfile summary;
-    summary.tool = ToolName(tool);
-    summary.text = Summarize(*capture->profile, DatasheetPeaks(capture->profile->device)).text;
-    if (auto raw = ReadFile(options.output_dir / MainExportName(tool))) summary.raw = std::move(*raw);
+    summary.tool = profile::ToolName(tool);
+    summary.text =
+        profile::Summarize(*capture->profile, profile::DatasheetPeaks(capture->profile->device)).text;
+    if (auto raw = ReadFile(options.output_dir / profile::MainExportName(tool))) {
+      summary.raw = std::move(*raw);
+    }
     return summary;
   };
 }
 
-}  // namespace kforge::profile
+}  // namespace kforge

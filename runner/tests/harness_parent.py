@@ -141,3 +141,52 @@ class FakeParent:
         self.sock.close()
         self._log.close()
         return self.proc.wait()
+
+
+class Session:
+    """A harness serving one candidate on a ReLU-like task of one input and one output of
+    ``shape`` (float32), with two timing sets prepared before the candidate loads."""
+
+    def __init__(self, folder, source_file, kind="module", task_file=None, overrides=None,
+                 device="cpu", shape=(8, 64), opencl_platform="Portable Computing Language"):
+        cwd = os.path.join(str(folder), "cwd")
+        os.makedirs(cwd, exist_ok=True)
+        self.parent = FakeParent(cwd=cwd, env_extra={"POCL_CACHE_DIR": str(folder)},
+                                 arena_bytes=64 << 20)
+        self.device = device
+        self.hello = self.parent.hello(device=device)
+        assert self.hello["ok"], self.hello
+        self.xs = [torch.randn(*shape), torch.randn(*shape) * 2]
+        self.outs = [[self.parent.output("float32", list(shape))] for _ in self.xs]
+        clock = "opencl-events" if kind == "opencl" else ("cold" if device != "cpu" else "cpu")
+        self.parent.send("prepare_timing", sets=[{"inputs": [self.parent.put(x)]}
+                                                  for x in self.xs],
+                         outputs=self.outs, clock=clock)
+        candidate = {"kind": kind, "source_file": source_file}
+        if kind == "module":
+            candidate.update(task_file=task_file, overrides=overrides or {}, init_seed=1)
+        else:
+            candidate["opencl_platform"] = opencl_platform
+        self.loaded = self.parent.send("load", candidate=candidate, timeout=600)
+
+    def call(self, x, reuse=False):
+        """One call on ``x``: (reply, output read back, input as it is after the call)."""
+        ins = [self.parent.put(x)]
+        out = self.parent.output("float32", list(x.shape))
+        after = self.parent.output("float32", list(x.shape))
+        reply = self.parent.send("call", inputs=ins, outputs=[out],
+                                 inputs_after=[after["region"]], reuse=reuse, timeout=600)
+        return reply, self.parent.get(out), self.parent.get(after)
+
+    def samples(self, n, **fields):
+        """``n`` samples rotating over the two sets: [(reply, output, relu of the set)]."""
+        taken = []
+        for k in range(n):
+            reply = self.parent.send("sample", set=k % 2, timeout=600, **fields)
+            taken.append((reply, self.parent.get(self.outs[k % 2][0]),
+                          torch.relu(self.xs[k % 2])))
+        return taken
+
+    def close(self):
+        status = self.parent.close()
+        assert status == 0, self.parent.log()

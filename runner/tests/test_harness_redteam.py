@@ -10,8 +10,8 @@ import os
 import pytest
 import torch
 
-from conftest import POCL_PLATFORM, kernelbench_source, write_file
-from harness_parent import FakeParent
+from conftest import kernelbench_source, write_file
+from harness_parent import Session
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REDTEAM = os.path.join(REPO_ROOT, "tests", "fixtures", "redteam")
@@ -28,60 +28,16 @@ def relu_task(tmp_path_factory):
     return write_file(folder / "19_ReLU.py", kernelbench_source(1, 19))
 
 
-class Session:
-    """A harness serving one candidate on the ReLU task (8 x 64), with two timing sets."""
-
-    def __init__(self, tmp_path, relu_task, source_file, kind="module"):
-        cwd = tmp_path / "cwd"
-        cwd.mkdir(exist_ok=True)
-        self.parent = FakeParent(cwd=str(cwd), env_extra={"POCL_CACHE_DIR": str(tmp_path)})
-        hello = self.parent.hello()
-        assert hello["ok"], hello
-        self.xs = [torch.randn(8, 64), torch.randn(8, 64) * 2]
-        self.outs = [[self.parent.output("float32", [8, 64])] for _ in self.xs]
-        self.parent.send("prepare_timing", sets=[{"inputs": [self.parent.put(x)]}
-                                                  for x in self.xs],
-                         outputs=self.outs, clock="opencl-events" if kind == "opencl" else "cpu")
-        candidate = {"kind": kind, "source_file": source_file}
-        if kind == "module":
-            candidate.update(task_file=relu_task, overrides=RELU_OVERRIDES, init_seed=1)
-        else:
-            candidate["opencl_platform"] = POCL_PLATFORM
-        self.loaded = self.parent.send("load", candidate=candidate)
-
-    def call(self, x, reuse=False):
-        ins = [self.parent.put(x)]
-        out = self.parent.output("float32", list(x.shape))
-        after = self.parent.output("float32", list(x.shape))
-        reply = self.parent.send("call", inputs=ins, outputs=[out],
-                                 inputs_after=[after["region"]], reuse=reuse)
-        return reply, self.parent.get(out), self.parent.get(after)
-
-    def samples(self, n):
-        """``n`` samples rotating over the two sets; returns [(reply, output, expected)]."""
-        taken = []
-        for k in range(n):
-            reply = self.parent.send("sample", set=k % 2)
-            taken.append((reply, self.parent.get(self.outs[k % 2][0]), torch.relu(self.xs[k % 2])))
-        return taken
-
-    def close(self):
-        status = self.parent.close()
-        assert status == 0, self.parent.log()
-
-
 @pytest.fixture
 def session(tmp_path, relu_task):
     opened = []
 
     def start(source_file, kind="module"):
-        s = Session(tmp_path / str(len(opened)), relu_task, source_file, kind)
+        s = Session(tmp_path / str(len(opened)), source_file, kind, task_file=relu_task,
+                    overrides=RELU_OVERRIDES)
         opened.append(s)
         return s
 
-    (tmp_path / "0").mkdir()
-    for i in range(1, 4):
-        (tmp_path / str(i)).mkdir()
     yield start
     for s in opened:
         s.close()

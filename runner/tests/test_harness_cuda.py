@@ -144,6 +144,30 @@ def test_side_stream_work_shows_between_warm_and_host(session):
     assert host > warm
 
 
+def test_a_candidate_using_torch_compile_works_under_the_syscall_filter(session, tmp_path):
+    """Inductor compiles in worker processes (fork, exec): the seccomp filter must allow them."""
+    if not hasattr(torch, "compile"):
+        pytest.skip("no torch.compile")
+    source = write_file(tmp_path / "compiled.py", """\
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = torch.compile(lambda x: torch.clamp_min(x, 0.0))
+
+    def forward(self, x):
+        return self.f(x)
+""")
+    s = session(source)
+    assert s.loaded["ok"] and s.loaded["seccomp"], s.loaded
+    x = torch.randn(*SHAPE)
+    reply, out, _ = s.call(x)
+    assert reply["ok"] and torch.equal(out, torch.relu(x)), reply
+    assert all(_right(s.samples(4, spin_s=1e-4)))
+
+
 @pytest.mark.parametrize("variant", ["eager", "compile", "compile-max-autotune"])
 def test_reference_variants_on_cuda(tmp_path, relu_task, variant):
     if variant != "eager" and not hasattr(torch, "compile"):

@@ -51,9 +51,10 @@ def _watched(modules) -> List[Tuple[str, Any, str]]:
              ("time.monotonic_ns", time, "monotonic_ns"),
              ("time.time", time, "time")]
     for module in modules:
-        for name in dir(module):
-            value = getattr(module, name)
-            if callable(value) and getattr(value, "__module__", None) == module.__name__:
+        # Every callable it holds: its own functions and the clocks it bound at import
+        # (``_perf_counter_ns = time.perf_counter_ns``), which a candidate could rebind there.
+        for name, value in sorted(vars(module).items()):
+            if callable(value) and not name.startswith("__"):
                 items.append((f"{module.__name__}.{name}", module, name))
     if hasattr(torch, "cuda"):
         items += [("torch.cuda.synchronize", torch.cuda, "synchronize"),

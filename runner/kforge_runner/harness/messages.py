@@ -17,6 +17,7 @@ CANDIDATE_KINDS = ("module", "opencl", "reference")
 REFERENCE_VARIANTS = ("eager", "compile", "compile-max-autotune")
 SCALAR_KINDS = ("int", "float")
 MAX_GRAPH_CALLS = 10_000
+DEFAULT_SPIN_S = 50e-6  # the spin of a cold sample that names none
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int32": 4, "int64": 8,
             "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 
@@ -256,7 +257,7 @@ def _sample(m: Dict[str, Any]) -> Sample:
     mode = _field(m, "mode", str, "sample", None)
     if mode is not None and mode not in SAMPLE_MODES:
         raise ProtocolError(f"sample.mode: {mode!r} is not one of {SAMPLE_MODES}")
-    spin_s = _field(m, "spin_s", (int, float), "sample", 0.0)
+    spin_s = _field(m, "spin_s", (int, float), "sample", DEFAULT_SPIN_S)
     if not math.isfinite(spin_s) or not 0 <= spin_s <= 1.0:
         raise ProtocolError(f"sample.spin_s: expected seconds in [0, 1], got {spin_s!r}")
     return Sample(set=_count(m, "set", "sample"), mode=mode, spin_s=float(spin_s),

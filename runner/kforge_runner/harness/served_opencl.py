@@ -26,7 +26,7 @@ from kforge_runner import source_loader
 from kforge_runner.errors import CompileError, LoadStage
 from kforge_runner.harness.arena import Arena
 from kforge_runner.harness.guarded import run_guarded
-from kforge_runner.harness.messages import Call, ProtocolError, TensorDesc, TimingSet
+from kforge_runner.harness.messages import Call, ProtocolError, TimingSet
 from kforge_runner.harness.sampling import ClockError
 
 CANDIDATE_MODULE_NAME = "kforge_candidate"

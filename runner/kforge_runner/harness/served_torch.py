@@ -20,8 +20,8 @@ from kforge_runner import input_guard, poison, source_loader, task_loader, tenso
 from kforge_runner.errors import CompileError, LoadStage
 from kforge_runner.harness.arena import Arena
 from kforge_runner.harness.guarded import run_guarded
-from kforge_runner.harness.messages import (Call, CandidateSpec, ProtocolError, TensorDesc,
-                                            TimingSet)
+from kforge_runner.harness.messages import (ITEMSIZE, Call, CandidateSpec, ProtocolError,
+                                            TensorDesc, TimingSet)
 from kforge_runner.harness.sampling import DeviceClock
 from kforge_runner.module_candidate import output_problem
 from kforge_runner.protocol import TaskSpec
@@ -41,7 +41,6 @@ def _describe(value: Any) -> Dict[str, Any]:
 
 
 def _bytes_of(descs: Iterable[TensorDesc]) -> int:
-    from kforge_runner.harness.messages import ITEMSIZE
     return sum(d.numel * ITEMSIZE[d.dtype] for d in descs)
 
 

@@ -133,8 +133,9 @@ class Harness:
         if self.arena is not None:
             raise ProtocolError("a second hello")
         self.device = torch.device(command.device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ProtocolError(f"hello.device: {command.device}, but CUDA is not available")
+        if not _available(self.device.type):
+            raise ProtocolError(f"hello.device: {command.device}, but this torch "
+                                f"({torch.__version__}) has no such device available")
         self.arena = Arena(command.arena_bytes)
         use_device(command.device)
         self.clock = DeviceClock(self.device)
@@ -246,6 +247,15 @@ class Harness:
 _HANDLERS = {messages.Hello: "hello", messages.Load: "load", messages.Call: "call",
              messages.PrepareTiming: "prepare_timing", messages.Sample: "sample",
              messages.Graph: "graph"}
+
+
+def _available(device_type: str) -> bool:
+    if device_type == "cpu":
+        return True
+    if device_type == "mps":
+        return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    module = getattr(torch, device_type, None)
+    return module is not None and module.is_available()
 
 
 def _warm_device_kernels(device: torch.device) -> None:

@@ -13,6 +13,7 @@ from kforge_runner import tensor_files
 PROTOCOL_VERSION = 2
 REGION_ALIGNMENT = 64
 SAMPLE_MODES = ("cold", "warm", "host", "cpu", "opencl-events")
+DEVICE_TYPES = ("cpu", "cuda", "xpu", "mps")  # xpu: Intel's Triton; mps: Metal
 CANDIDATE_KINDS = ("module", "opencl", "reference")
 REFERENCE_VARIANTS = ("eager", "compile", "compile-max-autotune")
 SCALAR_KINDS = ("int", "float")
@@ -179,9 +180,11 @@ def _hello(m: Dict[str, Any]) -> Hello:
                             f"{PROTOCOL_VERSION})")
     arena_bytes = _count(m, "arena_bytes", "hello")
     device = _field(m, "device", str, "hello")
-    if device != "cpu" and not (device.startswith("cuda") and
-                                device[4:] in ("",) + tuple(f":{i}" for i in range(64))):
-        raise ProtocolError(f"hello.device: {device!r} is not 'cpu' or 'cuda[:N]'")
+    kind, _, index = device.partition(":")
+    if kind not in DEVICE_TYPES or (index and not index.isdigit()) or (kind in ("cpu", "mps")
+                                                                       and index):
+        raise ProtocolError(f"hello.device: {device!r} is not one of 'cpu', 'cuda[:N]', "
+                            "'xpu[:N]', 'mps'")
     return Hello(arena_bytes=arena_bytes, device=device,
                  opencl_platform=_field(m, "opencl_platform", str, "hello", None))
 

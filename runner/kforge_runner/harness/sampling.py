@@ -13,7 +13,8 @@ of the empty samples it took before ``load``):
 - ``host`` (cuda): device synchronised, host clock, call, device synchronised, host clock (sees
   work on every stream: the side-stream cross-check).
 
-``graph`` captures ``calls`` calls back to back in one CUDA graph and times its replays, so the
+On other accelerators (``xpu``, ``mps``) ``host`` synchronises through the device's own module
+and ``cold``/``warm`` are not offered. ``graph`` captures ``calls`` calls back to back in one CUDA graph and times its replays, so the
 side figure has no launch gap between calls. The functions and clocks used are bound when this
 module is imported, before any candidate code loads.
 """
@@ -41,6 +42,17 @@ class Reading:
     value: Any
 
 
+def synchronizer(device: torch.device) -> Callable[..., None]:
+    """Waits for all work on ``device`` (nothing to wait for on the CPU), bound now."""
+    if device.type == "cpu":
+        return lambda *_: None
+    module = getattr(torch, device.type)
+    sync = module.synchronize
+    if device.type == "mps":
+        return lambda *_: sync()
+    return lambda *_: sync(device)
+
+
 class DeviceClock:
     """The sample clocks of one device; on cuda devices the flush buffer, the CUDA runtime (for
     the persisting-L2 reset) and NVML (SM clock) are set up once, at the first cuda sample."""
@@ -65,7 +77,7 @@ class DeviceClock:
             return
         if mode not in CUDA_MODES:
             raise ClockError(f"sample.mode {mode!r} is not a clock of the torch harness")
-        if self.device.type != "cuda":
+        if self.device.type != "cuda" and not (mode == "host" and self.device.type != "cpu"):
             raise ClockError(f"sample.mode {mode!r} needs a cuda device, this harness serves "
                              f"{self.device}")
 
@@ -81,6 +93,14 @@ class DeviceClock:
             value = call()
             seconds = (_perf_counter_ns() - start) / 1e9
             return Reading(seconds, seconds, 0, value)
+        if self.device.type != "cuda":  # host mode on another accelerator
+            sync = synchronizer(self.device)
+            sync()
+            start = _perf_counter_ns()
+            value = call()
+            enqueue_s = (_perf_counter_ns() - start) / 1e9
+            sync()
+            return Reading((_perf_counter_ns() - start) / 1e9, enqueue_s, 0, value)
         return self._cuda_state().sample(mode, spin_s, call)
 
     def graph(self, calls: int, call: Callable[[], Any]) -> float:

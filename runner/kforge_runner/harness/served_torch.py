@@ -22,7 +22,7 @@ from kforge_runner.harness.arena import Arena
 from kforge_runner.harness.guarded import run_guarded
 from kforge_runner.harness.messages import (ITEMSIZE, Call, CandidateSpec, ProtocolError,
                                             TensorDesc, TimingSet)
-from kforge_runner.harness.sampling import DeviceClock
+from kforge_runner.harness.sampling import DeviceClock, synchronizer
 from kforge_runner.module_candidate import output_problem
 from kforge_runner.protocol import TaskSpec
 
@@ -115,7 +115,7 @@ class TorchServed:
         self._used_addresses: set = set()
         self._last_handed: Optional[List[Any]] = None
         self._sets: Dict[int, _DeviceSet] = {}
-        self._sync = torch.cuda.synchronize if device.type == "cuda" else (lambda *_: None)
+        self._sync = synchronizer(device)
 
     # -- calls -------------------------------------------------------------------------------
 

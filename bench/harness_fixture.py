@@ -52,6 +52,14 @@ def close(a, b, tol):
         torch.isclose(a.double(), b.double(), rtol=tol, atol=tol).all())
 
 
+def needs_sandbox(candidate):
+    """Fault fixtures that exhaust the machine or write outside their folder ("FAULT on
+    purpose": fork bombs, unbounded memory, writes beside the scratch folder) run only under the
+    real judge's sandbox and limits, never under this driver."""
+    with open(candidate, encoding="utf-8", errors="replace") as f:
+        return "FAULT on purpose" in f.read(400)
+
+
 def run_one(candidate, task_file, overrides, device, samples, tol, folder):
     spec = protocol.TaskSpec("task", task_file, overrides)
     task = task_loader.load_task(spec)
@@ -154,6 +162,10 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         task_file, overrides = task_of(args.suite, args.task, folder)
         for candidate in args.candidates:
+            if needs_sandbox(candidate):
+                print(f"skipped {candidate}: a fault fixture that needs the sandbox's limits",
+                      flush=True)
+                continue
             try:
                 row = run_one(os.path.abspath(candidate), task_file, overrides, args.device,
                               args.samples, args.tolerance, folder)

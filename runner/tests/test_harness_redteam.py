@@ -204,8 +204,10 @@ def test_reaching_out_is_denied_but_compiler_subprocesses_work(session, tmp_path
         class ModelNew(nn.Module):
             def __init__(self):
                 super().__init__()
-                # What Triton does at its first launch: run a compiler as a child process.
+                # What Triton does at its first launch: run a compiler as a child process;
+                # and what ninja (load_inline) does: each compiler in its own process group.
                 subprocess.run(["sh", "-c", "echo compiling"], check=True)
+                subprocess.run(["sh", "-c", "echo grouped"], check=True, process_group=0)
             def forward(self, x):
                 return torch.relu(x)
         """))

@@ -6,8 +6,9 @@ what compilers need (fork, exec, pipes, threads: Triton runs ptxas and a C compi
 processes, PoCL its linker). Denied with EPERM, for this process and every thread and child
 (the filter is inherited and cannot be removed):
 
-- ``setsid`` and ``setpgid``: every process of the candidate stays in the harness's session and
-  process group, which the parent kills and freezes as a whole;
+- ``setsid``: every process of the candidate stays in the harness's session (``setpgid`` stays
+  allowed: ninja, which ``load_inline`` builds with, puts each compiler it spawns in a process
+  group of its own; the parent kills and freezes by process tree or cgroup, not by group);
 - ``ptrace``, ``process_vm_readv`` and ``process_vm_writev``: no reading or writing the memory of
   another process (the parent, another evaluation's harness) even where the user and the
   ptrace scope would allow it;
@@ -31,7 +32,7 @@ SCMP_CMP_MASKED_EQ = 7
 SCMP_FLTATR_CTL_TSYNC = 4
 _LOW_32_BITS = 0xFFFFFFFF
 
-DENIED = ("setsid", "setpgid", "ptrace", "process_vm_readv", "process_vm_writev", "unshare",
+DENIED = ("setsid", "ptrace", "process_vm_readv", "process_vm_writev", "unshare",
           "setns", "mount", "umount2", "pivot_root", "chroot")
 # (syscall, argument index) aimed at the parent process.
 AIMED_AT_PARENT = (("kill", 0), ("tkill", 0), ("tgkill", 0), ("pidfd_open", 0))

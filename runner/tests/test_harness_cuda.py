@@ -120,6 +120,11 @@ def test_event_patch_is_a_finding(session):
     taken = s.samples(4, mode="warm")
     assert all(any("torch.cuda.Event.elapsed_time" in f for f in r["findings"])
                for r, _, _ in taken), taken[0][0]
+    twin = session(fixture("redteam/honest/call_counter.py"))
+    honest = statistics.median(r["seconds"] for r, _, _ in twin.samples(8, mode="warm"))
+    patched = statistics.median(r["seconds"] for r, _, _ in s.samples(8, mode="warm"))
+    # The harness calls the elapsed_time it bound before the candidate loaded: no 100x gain.
+    assert patched > honest / 10, (patched, honest)
 
 
 def test_late_work_and_timing_recognisers_on_cuda(session):

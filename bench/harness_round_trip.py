@@ -10,7 +10,9 @@ ReLU (``ModelNew``) and, where PoCL is present, an OpenCL ReLU, at three sizes. 
 over runs of the per-run median, in microseconds: ``parent`` (the parent's clock around the
 command), ``child`` (the reply's ``seconds``), ``overhead`` (parent - child). The channel's own
 cost is the empty row at 1 element; ``checks`` is overhead at a size minus that (what restoring,
-poisoning, checking and copying that much data adds). Prints the table last.
+poisoning, checking and copying that much data adds); ``cpu`` is the harness process's own CPU
+time per sample (user + system), which contention on a shared machine does not inflate the way
+it inflates wall times. Prints the table last.
 """
 
 import argparse
@@ -84,15 +86,25 @@ def _one_run(kind, device, shape, samples, folder):
         for k in range(20):  # warm-up
             parent.send("sample", set=k % 2, spin_s=1e-4)
         wall, child = [], []
+        cpu_before = _cpu_seconds(parent.proc.pid)
         for k in range(samples):
             start = time.perf_counter_ns()
             reply = parent.send("sample", set=k % 2, spin_s=1e-4)
             wall.append((time.perf_counter_ns() - start) / 1e9)
             assert reply["ok"], reply
             child.append(reply["seconds"])
-        return statistics.median(wall), statistics.median(child)
+        cpu = (_cpu_seconds(parent.proc.pid) - cpu_before) / samples
+        return statistics.median(wall), statistics.median(child), cpu
     finally:
         parent.close()
+
+
+def _cpu_seconds(pid):
+    """User + system CPU seconds of a process (and its threads) so far: what the harness itself
+    spends, whatever the machine's contention does to the wall clock."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():
@@ -117,18 +129,20 @@ def main():
                     continue
                 parent = statistics.median(r[0] for r in runs)
                 child = statistics.median(r[1] for r in runs)
-                rows.append((kind, shape, parent, child, parent - child))
+                cpu = statistics.median(r[2] for r in runs)
+                rows.append((kind, shape, parent, child, parent - child, cpu))
                 print(f"{kind} {shape}: {[round(r[0] * 1e6, 1) for r in runs]} us", flush=True)
-    floor = {k: o for k, s, _, _, o in rows if s == (1, 1)}
+    floor = {k: o for k, s, _, _, o, _ in rows if s == (1, 1)}
     print(f"\nHarness round trip per sample, device {args.device}, {args.samples} samples x "
-          f"{args.runs} runs (median of per-run medians, us)")
+          f"{args.runs} runs (median of per-run medians, us; cpu: the harness process's own "
+          f"CPU time per sample, mean over a run)")
     print(f"{'served':14} {'elements':>9} {'parent':>9} {'child':>9} {'overhead':>9} "
-          f"{'checks':>9}")
-    for kind, shape, parent, child, overhead in rows:
+          f"{'checks':>9} {'cpu':>9}")
+    for kind, shape, parent, child, overhead, cpu in rows:
         base = floor.get(kind.replace("opencl", "empty-opencl") if kind == "opencl" else
                          ("empty" if kind == "module" else kind), overhead)
         print(f"{kind:14} {shape[0] * shape[1]:>9} {parent * 1e6:9.1f} {child * 1e6:9.1f} "
-              f"{overhead * 1e6:9.1f} {(overhead - base) * 1e6:9.1f}")
+              f"{overhead * 1e6:9.1f} {(overhead - base) * 1e6:9.1f} {cpu * 1e6:9.1f}")
 
 
 if __name__ == "__main__":

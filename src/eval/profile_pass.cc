@@ -155,7 +155,9 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                       .preload = "",
                       .deadline = nullptr,
                       .timeout = request.timeout,
-                      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{}};
+                      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{},
+                      .scratch_quota = nullptr,
+                      .pid = nullptr};
   fs::create_directories(profile_dir, ec);
   if (::geteuid() == 0 && !request.keep_privileges) {
     [[maybe_unused]] const int rc =

@@ -18,6 +18,7 @@
 #include "kforge/eval/guardrails.h"
 #include "runner_process.h"
 #include "runner_protocol.h"
+#include "timed_phase.h"
 #include "timing_judgement.h"
 #include "work_slot.h"
 
@@ -66,6 +67,11 @@ std::string Tail(const std::string& text, std::size_t max_lines = 25) {
 void ClassifyDeath(const ProcessResult& p, std::chrono::seconds timeout, std::string_view phase,
                    Verdict& v) {
   v.diagnostics = Tail(p.stderr_text);
+  if (!p.limit_exceeded.empty()) {  // KForge stopped it for a limit it watches
+    v.status = EvalStatus::kResourceLimit;
+    v.message = fmt::format("the {} was stopped: {}", phase, p.limit_exceeded);
+    return;
+  }
   if (p.state == ProcessState::kTimedOut) {
     v.status = p.cancelled ? EvalStatus::kInfraError : EvalStatus::kTimeout;
     v.message = p.cancelled ? "cancelled"
@@ -128,6 +134,10 @@ Result<SlotConfig> Evaluator::ConfigFor(const Backend& backend) {
                     .uses_accelerator = backend.UsesAccelerator(),
                     .memory_limit_bytes = options_.memory_limit_bytes,
                     .process_limit = options_.process_limit,
+                    .tmp_bytes = options_.tmp_bytes,
+                    .shm_bytes = options_.shm_bytes,
+                    .scratch_quota_bytes = options_.scratch_quota_bytes,
+                    .open_files = options_.open_files,
                     .keep = options_.keep_work_dir,
                     .max_wait = std::chrono::seconds(1800),
                     .sandbox = options_.sandbox};
@@ -350,7 +360,16 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     }
   }
   mark("prepare_reference");
+  // A timed phase holds the host's gate (no compile on this host beside it; this evaluation's
+  // own compile finishes first) and watches the load (src/eval/timed_phase.h).
+  auto reference_phase = TimedPhase::Begin(options_.time, backend.RunnerDevice(),
+                                           slot->reference().pid(), {slot->candidate().pid()},
+                                           stop);
+  if (!reference_phase) return infra(reference_phase.error());
+  if (options_.time) mark("host_gate_reference");
   auto ref_run = slot->reference().Run(ReferenceJobJson(ref_job), options_.reference_timeout, stop);
+  reference_phase->End(ref_run ? std::optional(ref_run->process.cpu_seconds) : std::nullopt, v,
+                       v.reference_load);
   if (!ref_run) return infra(ref_run.error());
   v.reference_seconds = slot->reference().seconds_since_job();
   mark("reference");
@@ -426,10 +445,32 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   cand_job.outputs_dir = slot->cand_dir();
   for (const auto& t : reference.trials) cand_job.expected_outputs.push_back(t.outputs);
   if (options_.time) cand_job.timing = options_.timing;
+  // The runner writes every trial's outputs (and the address probe's) into the candidate's
+  // scratch folder: they do not count against the candidate's quota.
+  std::uint64_t output_bytes = 0;
+  std::uint64_t largest_trial = 0;
+  for (const auto& t : reference.trials) {
+    std::uint64_t trial_bytes = 0;
+    for (const auto& o : t.outputs) {
+      trial_bytes += static_cast<std::uint64_t>(o.numel()) *
+                     static_cast<std::uint64_t>(std::max(DtypeSize(o.dtype), 1));
+    }
+    output_bytes += trial_bytes;
+    largest_trial = std::max(largest_trial, trial_bytes);
+  }
+  // The address probe writes one more trial's worth; file headers and metadata get the slack.
+  slot->AllowCandidateOutputs(output_bytes + largest_trial + (64ull << 20));
   const auto cand_timeout =
       *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
   mark("prepare_candidate");
+  auto candidate_phase = TimedPhase::Begin(options_.time, backend.RunnerDevice(),
+                                           slot->candidate().pid(), {slot->reference().pid()},
+                                           stop);
+  if (!candidate_phase) return infra(candidate_phase.error());
+  if (options_.time) mark("host_gate_candidate");
   auto cand_run = slot->candidate().Run(CandidateJobJson(cand_job), cand_timeout, stop);
+  candidate_phase->End(cand_run ? std::optional(cand_run->process.cpu_seconds) : std::nullopt,
+                       v, v.candidate_load);
   if (!cand_run) return infra(cand_run.error());
   v.candidate_seconds = slot->candidate().seconds_since_job();
   mark("candidate");
@@ -443,6 +484,10 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.diagnostics = std::move(diagnostics);
     return finish();
   };
+  if (!cand_run->process.limit_exceeded.empty()) {
+    ClassifyDeath(cand_run->process, cand_timeout, "candidate", v);
+    return finish();
+  }
   if (!cand_run->channel_problem.empty()) {
     return dynamic_guardrail("[result-channel] " + cand_run->channel_problem,
                              Tail(cand_run->process.stderr_text));

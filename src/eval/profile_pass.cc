@@ -153,7 +153,9 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
       .deadline = nullptr,
       .timeout = request.timeout,
       .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{},
-      .sandbox = options.sandbox};
+      .sandbox = options.sandbox,
+      .scratch_quota = nullptr,
+      .pid = nullptr};
   fs::create_directories(profile_dir, ec);
   if (::geteuid() == 0 && !request.keep_privileges) {
     [[maybe_unused]] const int rc =

@@ -186,6 +186,8 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   spec.deadline = launch.deadline;
   spec.limits = limits;
   spec.result_pipe = true;
+  spec.folder_quota = launch.scratch_quota;
+  spec.running_pid = launch.pid;
   auto start = SteadyClock::now();
   SandboxPolicy with_site = policy;
   for (const auto& extra : ExtraRunnerPythonPath()) with_site.visible_paths.push_back(extra);

@@ -115,6 +115,56 @@ TEST(PlaceOnDevices, WaitingStopPutsBackQueuedEvaluationsOnly) {
   EXPECT_EQ(slots.Usage()[0].evaluations, 1);
 }
 
+// A correct verdict timed under load is evaluated once more and the second kept; others are not.
+TEST(RetimeUnderLoad, AFlaggedTimingIsTakenOnceMore) {
+  int calls = 0;
+  auto flagged_then_quiet = [&] {
+    Verdict v;
+    v.status = EvalStatus::kCorrect;
+    v.timed_under_load = ++calls == 1;
+    v.message = "call " + std::to_string(calls);
+    return v;
+  };
+  Verdict v = RetimeUnderLoad(flagged_then_quiet);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(v.message, "call 2");
+  EXPECT_EQ(v.retimed, 1);
+  EXPECT_FALSE(v.timed_under_load);
+
+  calls = 0;
+  auto always_flagged = [&] {
+    Verdict v;
+    v.status = EvalStatus::kCorrect;
+    v.timed_under_load = true;
+    ++calls;
+    return v;
+  };
+  v = RetimeUnderLoad(always_flagged);
+  EXPECT_EQ(calls, 2) << "re-timed once, not until quiet";
+  EXPECT_TRUE(v.timed_under_load);
+
+  calls = 0;
+  auto quiet = [&] {
+    Verdict v;
+    v.status = EvalStatus::kCorrect;
+    ++calls;
+    return v;
+  };
+  EXPECT_EQ(RetimeUnderLoad(quiet).retimed, 0);
+  EXPECT_EQ(calls, 1);
+
+  calls = 0;
+  auto wrong_under_load = [&] {
+    Verdict v;
+    v.status = EvalStatus::kMismatch;
+    v.timed_under_load = true;
+    ++calls;
+    return v;
+  };
+  RetimeUnderLoad(wrong_under_load);
+  EXPECT_EQ(calls, 1) << "only a correct candidate's timing counts";
+}
+
 // A degenerate task's or a held timing's speedup must not top the bench's "best speedups".
 TEST(BenchProgress, DegenerateAndHeldTasksAreReportedApart) {
   std::FILE* out = std::tmpfile();

@@ -38,6 +38,13 @@ struct EvalOptions {
   std::chrono::seconds module_timeout{600};       // Python modules (load_inline compiles)
   std::uint64_t memory_limit_bytes = 8ull << 30;  // address space of CPU-target runners
   std::uint64_t process_limit = 1024;             // processes + threads of the runner's user
+  // The candidate's private /tmp and /dev/shm (size-limited tmpfs mounts: a write past the size
+  // fails with ENOSPC, resource_limit), what its scratch folder may hold besides the outputs the
+  // runner writes there (more: KForge stops it, resource_limit), and its open descriptors.
+  std::uint64_t tmp_bytes = 1ull << 30;
+  std::uint64_t shm_bytes = 1ull << 30;
+  std::uint64_t scratch_quota_bytes = 1ull << 30;
+  std::uint64_t open_files = 4096;
   std::optional<PrecisionPolicy> policy;          // overrides the task's policy
   std::optional<std::uint64_t> seed;              // reproduce a run; default: fresh, secret
   std::filesystem::path work_root;                // default: $TMPDIR/kforge-<uid>

@@ -53,6 +53,13 @@ TEST(LoadMonitorTest, TheEvaluationsOwnProcessesAreNotLoad) {
 
 TEST(LoadMonitorTest, ACompetingProcessIsLoadAndFlagsTheWindow) {
   const double background = Background(500ms);
+  // A burner adds a core only where one is free: on a host whose cores the background already
+  // fills, the competition cannot show (the reading is the host's, not this test's).
+  const double cpus = static_cast<double>(std::thread::hardware_concurrency());
+  if (background > cpus - 0.6) {
+    GTEST_SKIP() << "the host's other processes already use " << background << " of " << cpus
+                 << " cores: no free core for the competing process to show on";
+  }
   pid_t other = StartBurner();
   ASSERT_GT(other, 0);
   LoadMonitor monitor({}, "");

@@ -151,7 +151,7 @@ TEST_F(SandboxTest, PrivateTmpAndShmHaveTheirSizeLimits) {
   }
   auto r = Run("dd if=/dev/zero of=/tmp/big bs=1M count=16 2>/dev/null; echo tmp=$?; "
                "dd if=/dev/zero of=/dev/shm/big bs=1M count=8 2>/dev/null; echo shm=$?; "
-               "dd if=/dev/zero of=/tmp/small bs=1M count=2 2>/dev/null; echo small=$?",
+               "rm -f /tmp/big; dd if=/dev/zero of=/tmp/small bs=1M count=2 2>/dev/null; echo small=$?",
                policy);
   EXPECT_NE(r.stdout_text.find("tmp=1"), std::string::npos) << r.stdout_text;
   EXPECT_NE(r.stdout_text.find("shm=1"), std::string::npos) << r.stdout_text;

@@ -130,6 +130,9 @@ Target TargetFor(ProgrammingModel model) {
     case ProgrammingModel::kCute:
       text = "nvidia-h200/cute";
       break;
+    case ProgrammingModel::kHelion:
+      text = "nvidia-h200/helion";
+      break;
     case ProgrammingModel::kHip:
       text = "amd-mi300x/hip";
       break;

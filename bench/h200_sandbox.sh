@@ -47,7 +47,7 @@ print(f"{v['seconds']['compile']:.2f} {v['status']} {v['compile_cache_hit']}")
 PY
 }
 : > "$OUT/compile_times.txt"
-for i in 1 2 3 4 5; do
+for i in $(seq 1 "${SANDBOX_COMPILES:-5}"); do
   echo "sandboxed $(compile_once sandboxed bubblewrap $i)" >> "$OUT/compile_times.txt"
   echo "unsandboxed $(compile_once plain none $i)" >> "$OUT/compile_times.txt"
 done

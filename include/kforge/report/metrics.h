@@ -93,6 +93,10 @@ struct TaskOutcome {
   // first correct one; empty when none is correct.
   std::string best_id;
   std::optional<double> best_sol_fraction;
+  // The precision the best candidate's outputs met (verdict version 2): "strict", or the policy
+  // ("tf32", "mixed") when its speedup came from lower precision, kept apart from same-precision
+  // results; "" when unknown (version 1) or none is correct.
+  std::string best_achieved_precision;
   std::optional<double> arithmetic_intensity;
   std::vector<HeldCandidate> held;
   // Best speedup against eager so far, after each iteration 0..max (index = iteration), and

@@ -325,11 +325,13 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   ref_job.task = &task;
   ref_job.device = backend.RunnerDevice();
   ref_job.init_seed = seeds() >> 1;
-  // Every trial but the second and fourth keeps the task's own distribution (EVAL-PROTOCOL rule 2).
-  for (int k = 0; k < options_.trials; ++k) {
-    std::string dist = k == 1 ? "normal" : k == 3 ? "uniform" : "task";
-    ref_job.trials.push_back({seeds() >> 1, dist});
-  }
+  // The task's own distributions, then the shortcut-finding trials (EVAL-PROTOCOL rule 2).
+  ref_job.trials = PlanTrials({.task_trials = options_.trials,
+                               .shortcut_trials = options_.shortcut_trials,
+                               .timing_sets = options_.timing_sets},
+                              seeds);
+  ref_job.truth = options_.truth;
+  ref_job.policy = v.policy;
   ref_job.tolerance = v.tolerance;
   ref_job.inputs_dir = slot->inputs_dir();
   ref_job.outputs_dir = slot->outputs_dir();
@@ -370,6 +372,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       ParseReferenceResult(ref_run->process.result_text, slot->inputs_dir(), slot->outputs_dir());
   if (!parsed_ref) return infra(parsed_ref.error());
   reference = std::move(*parsed_ref);
+  v.skipped_trials = reference.skipped;
   v.reference_steps = reference.steps_json;
   v.degenerate = reference.degenerate;
   v.environment = reference.environment_json;

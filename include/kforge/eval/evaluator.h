@@ -31,7 +31,14 @@
 namespace kforge {
 
 struct EvalOptions {
-  int trials = 5;                                 // at least 2: one uses a second distribution
+  int trials = 5;  // of the task's own distributions; at least 2: one uses a second distribution
+  // The shortcut-finding trials after them (eval/trial_plan.h): scaled, negative, dominant,
+  // sorted, ties, shape.
+  bool shortcut_trials = true;
+  // Input sets drawn for timing only (eval/trial_plan.h), written beside the trials.
+  int timing_sets = 0;
+  // Judge outputs against the float64 truth (eval/accuracy.h); off: the tolerance rule.
+  bool truth = true;
   std::chrono::seconds reference_timeout{600};    // the reference phase, wall clock
   std::chrono::seconds candidate_timeout{120};    // the candidate phase of native/OpenCL
   std::chrono::seconds module_timeout{600};       // Python modules (load_inline compiles)

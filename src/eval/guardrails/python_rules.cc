@@ -341,7 +341,7 @@ void CheckPythonRules(const std::vector<Token>& t, ProgrammingModel model, Candi
         explicit_precision |= t[k].text == "input_precision" || t[k].text == "allow_tf32";
       }
       if (!explicit_precision) {
-        Downcast(findings, Precision::kTf32, line, "tl.dot(...) without input_precision", true);
+        Downcast(findings, Precision::kTf32, line, "tl.dot(...) without input_precision");
       }
     }
 

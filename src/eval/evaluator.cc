@@ -204,22 +204,38 @@ void Evaluator::TakeBaselines(const Task& task, Verdict& v, const ReferenceResul
   }
 }
 
-const Calibration* Evaluator::CalibrationFor(const std::string& environment_json) {
+const Calibration* Evaluator::CalibrationFor(const Backend& backend,
+                                             const std::string& environment_json) {
   const auto env = nlohmann::json::parse(environment_json, nullptr, false);
   if (!env.is_object() || !env.contains("device_name") || !env["device_name"].is_string()) {
     return nullptr;
   }
   const std::string device = env["device_name"].get<std::string>();
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(calibration_mu_);
   auto it = calibrations_.find(device);
-  if (it == calibrations_.end()) {
-    auto loaded = LoadCalibration(device);
-    if (!loaded) spdlog::warn("calibration of {}: {}", device, loaded.error().message);
-    it = calibrations_
-             .emplace(device, loaded && *loaded ? std::make_unique<Calibration>(**loaded) : nullptr)
-             .first;
+  if (it != calibrations_.end() && it->second && CalibrationMatches(*it->second, environment_json)) {
+    return it->second.get();
   }
-  return it->second.get();
+  std::unique_ptr<Calibration> found;
+  auto loaded = LoadCalibration(device);
+  if (!loaded) spdlog::warn("calibration of {}: {}", device, loaded.error().message);
+  if (loaded && *loaded && (CalibrationMatches(**loaded, environment_json) || !options_.calibrate)) {
+    found = std::make_unique<Calibration>(**loaded);
+  } else if (options_.calibrate) {
+    spdlog::info("calibrating {} for this environment (once; `kforge calibrate` measures again)",
+                 device);
+    auto measured = CalibrateOnce(device, environment_json, [&] {
+      return MeasureCalibration(backend, backend.target().ToString(), options_);
+    });
+    if (measured) {
+      found = std::make_unique<Calibration>(std::move(*measured));
+    } else {
+      spdlog::warn("calibration of {} failed: {}", device, measured.error().message);
+    }
+  }
+  auto& slot = calibrations_[device];
+  slot = std::move(found);
+  return slot.get();
 }
 
 Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::path& candidate,
@@ -593,7 +609,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       // Step: the timing the runner took after the trials (only a correct candidate's counts).
       v.timing = result->timing.stats;
       v.timing_error = result->timing.error;
-      JudgeTiming(v, CalibrationFor(v.environment));
+      JudgeTiming(v, CalibrationFor(backend, v.environment));
     }
   } else {
     v.status = EvalStatus::kMismatch;

@@ -69,6 +69,10 @@ struct EvalOptions {
   // With `time`: torch.compile baselines to time besides eager ("compile",
   // "compile-max-autotune"), cached per task, target and library versions.
   std::vector<std::string> baselines;
+  // With `time`: a device without a calibration for the runner's environment is calibrated
+  // first (once; eval/calibration.h), so the physics floor always applies. Off: only a stored
+  // calibration is used.
+  bool calibrate = true;
 };
 
 // $TMPDIR/kforge-<uid>: where evaluation folders go unless EvalOptions::work_root says otherwise.
@@ -104,13 +108,15 @@ class Evaluator {
   void TakeBaselines(const Task& task, Verdict& v, const ReferenceResult& reference,
                      const std::string& runner_key, const std::optional<std::string>& last_env,
                      const std::map<std::string, std::string>& cached, BaselineCache& cache);
-  // The stored calibration of the device the environment names (loaded once), or null.
-  const Calibration* CalibrationFor(const std::string& environment_json);
+  // The calibration of the device the environment names, for that environment: stored, or
+  // measured now on `backend`'s device (EvalOptions::calibrate); null when there is none.
+  const Calibration* CalibrationFor(const Backend& backend, const std::string& environment_json);
 
   CompileService& compiler_;
   EvalOptions options_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Calibration>> calibrations_;  // guarded by mu_
+  std::mutex calibration_mu_;  // held while a calibration is looked up or measured
+  std::map<std::string, std::unique_ptr<Calibration>> calibrations_;  // guarded by calibration_mu_
   std::deque<std::unique_ptr<WorkSlot>> prepared_;  // guarded by mu_; oldest first
 };
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 import torch
 
-from kforge_runner import source_loader, tensor_files
+from kforge_runner import source_loader, tensor_files, timing
 from kforge_runner.errors import CompileError
 from kforge_runner.poison import POISON_BYTE
 from kforge_runner.protocol import OutputSpec
@@ -72,7 +72,7 @@ def find_device(platform_substring: str) -> "cl.Device":
         f"no OpenCL platform with devices matches {platform_substring!r} (found: {names})")
 
 
-def _build(context: "cl.Context", device: "cl.Device", source: str) -> "cl.Program":
+def build(context: "cl.Context", device: "cl.Device", source: str) -> "cl.Program":
     program = cl.Program(context, source)
     try:
         return program.build(options=BUILD_OPTIONS, devices=[device])
@@ -105,7 +105,7 @@ def _host_array(value: Any) -> np.ndarray:
     return np.array(float(value), dtype=np.float64)
 
 
-def _poisoned_array(spec: OutputSpec) -> np.ndarray:
+def poisoned_array(spec: OutputSpec) -> np.ndarray:
     dtype = np.dtype(tensor_files.NUMPY_DTYPES[spec.dtype])
     if spec.dtype in ("float32", "float16", "float64"):
         return np.full(spec.shape, np.nan, dtype=dtype)
@@ -136,7 +136,7 @@ class OpenCLCandidate:
             if not hasattr(module, name):
                 raise CompileError(f"{source_file} does not define {name}")
         self._launch = module.launch
-        self._program = _build(self._context, self.device, module.SOURCE)
+        self._program = build(self._context, self.device, module.SOURCE)
 
     def _upload(self, array: np.ndarray) -> Buffer:
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
@@ -151,13 +151,27 @@ class OpenCLCandidate:
         return host
 
     def sampler(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[str, Any]:
-        """("opencl-events", sampler) timing ``launch`` by event profiling (timing.py).
+        """(clock, sampler) timing ``launch`` (timing.py).
 
         Each sample uploads fresh input buffers and allocates output buffers, and waits for the
-        queue, before the first marker; the sample is the end of a marker enqueued after
-        ``launch`` minus the start of one enqueued before it.
+        queue, before the clock starts. On a CPU device (PoCL) the clock is ``perf_counter``
+        around ``launch`` and the queue's finish: the clock the eager baseline is timed by on
+        the same CPU, so that the speedup compares one clock. Elsewhere it is ``opencl-events``:
+        the end of a marker enqueued after ``launch`` minus the start of one enqueued before it.
         """
         originals = [_host_array(v) for v in inputs] + self._state
+
+        if self.device.type & cl.device_type.CPU:
+            def host_sample() -> float:
+                in_buffers = [self._upload(a) for a in originals]
+                out_buffers = [self._allocate(spec) for spec in expected]
+                self._queue.finish()
+                started = timing.host_clock_ns()
+                self._launch(cl, self._queue, self._program, in_buffers, out_buffers)
+                self._queue.finish()
+                return (timing.host_clock_ns() - started) / 1e9
+
+            return "perf_counter", host_sample
 
         def sample() -> float:
             in_buffers = [self._upload(a) for a in originals]
@@ -186,7 +200,7 @@ class OpenCLCandidate:
         """
         originals = [_host_array(v) for v in inputs] + self._state
         in_buffers = [self._upload(a) for a in originals]
-        out_buffers = [self._upload(_poisoned_array(spec)) for spec in expected]
+        out_buffers = [self._upload(poisoned_array(spec)) for spec in expected]
         self._launch(cl, self._queue, self._program, in_buffers, out_buffers)
         self._queue.finish()
         outputs = [tensor_files.from_host_array(self._download(b), spec.dtype)

@@ -7,9 +7,11 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -118,6 +120,34 @@ fail:
   ::_exit(127);
 }
 
+// What `folder` holds: allocated bytes of its files (st_blocks, so sparse files count what they
+// use) and its number of entries. Unreadable subfolders are skipped (KForge's user reads them
+// when it is root; otherwise the child's own permissions keep it out of what it wrote there).
+struct FolderUse {
+  std::uint64_t bytes = 0;
+  std::uint64_t entries = 0;
+};
+
+FolderUse MeasureFolder(const std::filesystem::path& folder, std::uint64_t max_entries) {
+  FolderUse use;
+  std::error_code ec;
+  auto it = std::filesystem::recursive_directory_iterator(
+      folder, std::filesystem::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st{};
+    if (::lstat(it->path().c_str(), &st) == 0) {
+      use.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    }
+    if (++use.entries > max_entries) break;
+  }
+  return use;
+}
+
+std::string Size(std::uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  return mib >= 1024 ? fmt::format("{:.2f} GiB", mib / 1024) : fmt::format("{:.1f} MiB", mib);
+}
+
 void KillGroup(pid_t pgid) {
   // Repeat: a fork bomb can add members between two kills.
   for (int i = 0; i < 20; ++i) {
@@ -213,6 +243,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   CloseFd(in.read);
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins the race
   res.state = ProcessState::kRunning;
+  if (spec.running_pid) spec.running_pid->store(pid);
   CloseFd(out->write);
   CloseFd(err->write);
   CloseFd(result.write);
@@ -222,6 +253,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   if (::read(exec_err->read, &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
     CloseFd(exec_err->read);
     ::waitpid(pid, nullptr, 0);
+    if (spec.running_pid) spec.running_pid->store(0);
     CloseFd(out->read);
     CloseFd(err->read);
     CloseFd(result.read);
@@ -247,6 +279,8 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   const auto deadline = start + spec.timeout;
   bool exited = false;
   bool killed = false;
+  bool over_limit = false;
+  auto next_quota_check = start;
   int wait_status = 0;
   rusage usage{};
   Clock::time_point exited_at{};
@@ -276,6 +310,26 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
       KillGroup(pid);
       killed = true;
     }
+    if (!exited && !killed && !over_limit && spec.folder_quota && now >= next_quota_check) {
+      const FolderQuota& quota = *spec.folder_quota;
+      const FolderUse use = MeasureFolder(quota.folder, quota.max_entries);
+      const auto walked = Clock::now();
+      // A slow walk (many files) is repeated less often: at most a tenth of the time walking.
+      next_quota_check = walked + std::max<Clock::duration>(std::chrono::milliseconds(100),
+                                                            (walked - now) * 10);
+      const std::uint64_t max_bytes = quota.max_bytes.load();
+      if ((max_bytes > 0 && use.bytes > max_bytes) || use.entries > quota.max_entries) {
+        res.limit_exceeded =
+            use.entries > quota.max_entries
+                ? fmt::format("the scratch folder {} held more than {} files and folders, its "
+                              "limit",
+                              quota.folder.string(), quota.max_entries)
+                : fmt::format("the scratch folder {} held {}, more than its quota of {}",
+                              quota.folder.string(), Size(use.bytes), Size(max_bytes));
+        KillGroup(pid);
+        over_limit = true;
+      }
+    }
     int poll_ms = 20;
     if (any_open) {
       ::poll(fds.data(), fds.size(), poll_ms);
@@ -304,6 +358,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
     }
   }
   KillGroup(pid);  // leftovers: background processes, threads' forks
+  if (spec.running_pid) spec.running_pid->store(0);
   CloseFd(out->read);
   CloseFd(err->read);
   CloseFd(result.read);

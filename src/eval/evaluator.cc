@@ -20,6 +20,7 @@
 #include "kforge/eval/precision_summary.h"
 #include "runner_process.h"
 #include "runner_protocol.h"
+#include "timed_phase.h"
 #include "timing_judgement.h"
 #include "work_slot.h"
 
@@ -68,6 +69,11 @@ std::string Tail(const std::string& text, std::size_t max_lines = 25) {
 void ClassifyDeath(const ProcessResult& p, std::chrono::seconds timeout, std::string_view phase,
                    Verdict& v) {
   v.diagnostics = Tail(p.stderr_text);
+  if (!p.limit_exceeded.empty()) {  // KForge stopped it for a limit it watches
+    v.status = EvalStatus::kResourceLimit;
+    v.message = fmt::format("the {} was stopped: {}", phase, p.limit_exceeded);
+    return;
+  }
   if (p.state == ProcessState::kTimedOut) {
     v.status = p.cancelled ? EvalStatus::kInfraError : EvalStatus::kTimeout;
     v.message = p.cancelled ? "cancelled"
@@ -130,8 +136,13 @@ Result<SlotConfig> Evaluator::ConfigFor(const Backend& backend) {
                     .uses_accelerator = backend.UsesAccelerator(),
                     .memory_limit_bytes = options_.memory_limit_bytes,
                     .process_limit = options_.process_limit,
+                    .tmp_bytes = options_.tmp_bytes,
+                    .shm_bytes = options_.shm_bytes,
+                    .scratch_quota_bytes = options_.scratch_quota_bytes,
+                    .open_files = options_.open_files,
                     .keep = options_.keep_work_dir,
-                    .max_wait = std::chrono::seconds(1800)};
+                    .max_wait = std::chrono::seconds(1800),
+                    .sandbox = options_.sandbox};
 }
 
 Result<std::unique_ptr<WorkSlot>> Evaluator::TakeSlot(const Backend& backend) {
@@ -279,10 +290,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   auto kind = backend.KindOf(candidate);
   if (!kind) return infra(kind.error());
   v.candidate_kind = std::string(CandidateKindName(*kind));
-  const bool compat =
-      *kind == CandidateKind::kModule && (backend.target().model == ProgrammingModel::kCuda ||
-                                          backend.target().model == ProgrammingModel::kCpp ||
-                                          backend.target().model == ProgrammingModel::kHip);
+  const bool compat = backend.IsKernelBenchCompat(*kind);
   v.mode = compat ? "kernelbench-compat" : "kforge";
   if (compat && !options_.policy) {
     // KernelBench's own rule is torch.allclose at atol = rtol = 1e-2: the compatibility mode
@@ -303,7 +311,8 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     guard.allow_reference_ops = options_.allow_reference_ops || compat;
     guard.task_low_precision = TaskUsesLowPrecision(task.source);
     guard.task_dimensions = TaskDimensions(task);
-    const GuardrailReport report = CheckCandidate(*source, backend.target().model, *kind, guard);
+    const GuardrailReport report =
+        CheckCandidate(*source, backend.traits().static_rules, *kind, guard);
     v.guardrail_flags = report.FlagLines();
     if (report.rejected()) {
       v.status = EvalStatus::kGuardrail;
@@ -371,7 +380,16 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     }
   }
   mark("prepare_reference");
+  // A timed phase holds the host's gate (no compile on this host beside it; this evaluation's
+  // own compile finishes first) and watches the load (src/eval/timed_phase.h).
+  auto reference_phase = TimedPhase::Begin(options_.time, backend.RunnerDevice(),
+                                           slot->reference().pid(), {slot->candidate().pid()},
+                                           stop);
+  if (!reference_phase) return infra(reference_phase.error());
+  if (options_.time) mark("host_gate_reference");
   auto ref_run = slot->reference().Run(ReferenceJobJson(ref_job), options_.reference_timeout, stop);
+  reference_phase->End(ref_run ? std::optional(ref_run->process.cpu_seconds) : std::nullopt, v,
+                       v.reference_load);
   if (!ref_run) return infra(ref_run.error());
   v.reference_seconds = slot->reference().seconds_since_job();
   mark("reference");
@@ -442,19 +460,44 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   cand_job.artifact = artifact;
   if (*kind != CandidateKind::kNative) cand_job.source_file = candidate_file;
   cand_job.opencl_platform = backend.OpenClPlatform();
+  cand_job.stream_handle = std::string(StreamHandleName(backend.traits().stream));
   cand_job.init_seed = ref_job.init_seed;
   cand_job.inputs_dir = slot->inputs_dir();
   cand_job.outputs_dir = slot->cand_dir();
   for (const auto& t : reference.trials) cand_job.expected_outputs.push_back(t.outputs);
   if (options_.time) cand_job.timing = options_.timing;
+  // The runner writes every trial's outputs (and the address probe's) into the candidate's
+  // scratch folder: they do not count against the candidate's quota.
+  std::uint64_t output_bytes = 0;
+  std::uint64_t largest_trial = 0;
+  for (const auto& t : reference.trials) {
+    std::uint64_t trial_bytes = 0;
+    for (const auto& o : t.outputs) {
+      trial_bytes += static_cast<std::uint64_t>(o.numel()) *
+                     static_cast<std::uint64_t>(std::max(DtypeSize(o.dtype), 1));
+    }
+    output_bytes += trial_bytes;
+    largest_trial = std::max(largest_trial, trial_bytes);
+  }
+  // The address probe writes one more trial's worth; file headers and metadata get the slack.
+  slot->AllowCandidateOutputs(output_bytes + largest_trial + (64ull << 20));
   const auto cand_timeout =
       *kind == CandidateKind::kModule ? options_.module_timeout : options_.candidate_timeout;
   mark("prepare_candidate");
+  auto candidate_phase = TimedPhase::Begin(options_.time, backend.RunnerDevice(),
+                                           slot->candidate().pid(), {slot->reference().pid()},
+                                           stop);
+  if (!candidate_phase) return infra(candidate_phase.error());
+  if (options_.time) mark("host_gate_candidate");
   auto cand_run = slot->candidate().Run(CandidateJobJson(cand_job), cand_timeout, stop);
+  candidate_phase->End(cand_run ? std::optional(cand_run->process.cpu_seconds) : std::nullopt,
+                       v, v.candidate_load);
   if (!cand_run) return infra(cand_run.error());
   v.candidate_seconds = slot->candidate().seconds_since_job();
   mark("candidate");
-  v.isolation = DefaultSandbox()->isolation(slot->candidate().policy()).Describe();
+  v.isolation = (options_.sandbox ? options_.sandbox : DefaultSandbox())
+                    ->isolation(slot->candidate().policy())
+                    .Describe();
   // Dynamic guardrails (docs/redteam.md): a finding names its check as "[check-id]".
   auto dynamic_guardrail = [&](std::string_view finding, std::string diagnostics) {
     v.status = EvalStatus::kGuardrail;
@@ -462,6 +505,10 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     v.diagnostics = std::move(diagnostics);
     return finish();
   };
+  if (!cand_run->process.limit_exceeded.empty()) {
+    ClassifyDeath(cand_run->process, cand_timeout, "candidate", v);
+    return finish();
+  }
   if (!cand_run->channel_problem.empty()) {
     return dynamic_guardrail("[result-channel] " + cand_run->channel_problem,
                              Tail(cand_run->process.stderr_text));

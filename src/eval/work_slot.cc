@@ -69,6 +69,19 @@ WorkSlot::~WorkSlot() {
   if (!config_.keep) {
     std::error_code ec;
     fs::remove_all(work_, ec);
+    if (ec) {
+      // A candidate that ran as KForge's own user may have taken the permissions off folders in
+      // its scratch: give them back, then remove.
+      for (auto it = fs::recursive_directory_iterator(
+               work_, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code ignored;
+        if (it->is_directory(ignored)) fs::permissions(it->path(), fs::perms::owner_all,
+                                                       fs::perm_options::add, ignored);
+      }
+      fs::permissions(cand_dir(), fs::perms::owner_all, fs::perm_options::add, ec);
+      fs::remove_all(work_, ec);
+    }
   }
 }
 
@@ -111,7 +124,10 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
                    .timeout = std::chrono::seconds(0),
-                   .wrapper = {}},
+                   .wrapper = {},
+                   .sandbox = config.sandbox,
+                   .scratch_quota = nullptr,
+                   .pid = std::make_shared<std::atomic<pid_t>>(0)},
       config.runner_dir, slot->ref_dir(), ref_policy, ref_limits);
 
   // The candidate: another user, no network, read-only except its scratch folder, the
@@ -120,19 +136,37 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
   cand_policy.scratch_dir = slot->cand_dir();
   cand_policy.visible_paths = {config.work_root};
   cand_policy.hidden_paths = {slot->outputs_dir()};
+  cand_policy.tmp_bytes = config.tmp_bytes;
+  cand_policy.shm_bytes = config.shm_bytes;
   ResourceLimits cand_limits;
   if (!config.uses_accelerator) cand_limits.address_space_bytes = config.memory_limit_bytes;
   cand_limits.processes = config.process_limit;
   cand_limits.file_size_bytes = 16ull << 30;
+  if (config.open_files > 0) cand_limits.open_files = config.open_files;
+  std::shared_ptr<FolderQuota> quota;
+  if (config.scratch_quota_bytes > 0) {
+    quota = std::make_shared<FolderQuota>();
+    quota->folder = slot->cand_dir();
+    quota->max_bytes = config.scratch_quota_bytes;
+  }
   slot->candidate_ = std::make_unique<WarmRunner>(
       RunnerLaunch{.job_file = slot->work() / "candidate-job.json",
                    .job_json = "",
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
                    .timeout = std::chrono::seconds(0),
-                   .wrapper = {}},
+                   .wrapper = {},
+                   .sandbox = config.sandbox,
+                   .scratch_quota = quota,
+                   .pid = std::make_shared<std::atomic<pid_t>>(0)},
       config.runner_dir, slot->cand_dir(), cand_policy, cand_limits);
   return slot;
+}
+
+void WorkSlot::AllowCandidateOutputs(std::uint64_t bytes) {
+  if (FolderQuota* quota = candidate_->scratch_quota()) {
+    quota->max_bytes = config_.scratch_quota_bytes + bytes;
+  }
 }
 
 void WorkSlot::SealReference() {

@@ -34,8 +34,14 @@ struct SlotConfig {
   bool uses_accelerator = false;
   std::uint64_t memory_limit_bytes = 0;  // address space of CPU-target runners
   std::uint64_t process_limit = 0;
+  // The candidate's limits (EvalOptions says what each is).
+  std::uint64_t tmp_bytes = 0;
+  std::uint64_t shm_bytes = 0;
+  std::uint64_t scratch_quota_bytes = 0;
+  std::uint64_t open_files = 0;
   bool keep = false;           // keep the folder after the evaluation
   std::chrono::seconds max_wait{1800};  // how long a warm runner waits for its job
+  std::shared_ptr<const Sandbox> sandbox;  // the runners' sandbox; null: DefaultSandbox()
 
   bool operator==(const SlotConfig&) const = default;
 };
@@ -59,6 +65,10 @@ class WarmRunner {
   // Seconds from publishing the job to the end of the process (after Run).
   double seconds_since_job() const { return seconds_since_job_; }
   const SandboxPolicy& policy() const { return policy_; }
+  // The process's pid while it runs, else 0.
+  pid_t pid() const { return launch_.pid ? launch_.pid->load() : 0; }
+  // The scratch folder's quota (null: none); its limit may be raised before Run().
+  FolderQuota* scratch_quota() const { return launch_.scratch_quota.get(); }
 
  private:
   RunnerLaunch launch_;
@@ -89,6 +99,10 @@ class WorkSlot {
   // Makes the reference's inputs readable by the candidate and its outputs private again (the
   // reference runs as KForge's user with the usual umask).
   void SealReference();
+
+  // Raises the candidate's scratch quota by `bytes`: the runner writes its outputs there, which
+  // must not count against the candidate's own share (SlotConfig::scratch_quota_bytes).
+  void AllowCandidateOutputs(std::uint64_t bytes);
 
  private:
   WorkSlot(SlotConfig config, std::filesystem::path work);

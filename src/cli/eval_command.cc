@@ -274,7 +274,8 @@ void AddEvalCommand(CLI::App& app) {
                   "default: the task's, strict for fp32");
   cmd->add_option("--set", args->overrides,
                   "Override a module-level global of the task, NAME=VALUE (JSON), e.g. "
-                  "--set batch_size=16 (repeatable)");
+                  "--set batch_size=16 (repeatable)")
+      ->allow_extra_args(false);  // one NAME=VALUE per --set: a candidate after it stays a candidate
   cmd->add_option("--seed", args->seed,
                   "Fix the secret seeds (to reproduce a verdict); default: fresh per evaluation");
   cmd->add_option("--timeout", args->timeout_s,

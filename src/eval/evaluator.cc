@@ -14,8 +14,10 @@
 #include "file_modes.h"
 #include "kforge/core/files.h"
 #include "kforge/core/sandbox.h"
+#include "kforge/eval/accuracy.h"
 #include "kforge/eval/calibration.h"
 #include "kforge/eval/guardrails.h"
+#include "kforge/eval/precision_summary.h"
 #include "runner_process.h"
 #include "runner_protocol.h"
 #include "timed_phase.h"
@@ -213,22 +215,38 @@ void Evaluator::TakeBaselines(const Task& task, Verdict& v, const ReferenceResul
   }
 }
 
-const Calibration* Evaluator::CalibrationFor(const std::string& environment_json) {
+const Calibration* Evaluator::CalibrationFor(const Backend& backend,
+                                             const std::string& environment_json) {
   const auto env = nlohmann::json::parse(environment_json, nullptr, false);
   if (!env.is_object() || !env.contains("device_name") || !env["device_name"].is_string()) {
     return nullptr;
   }
   const std::string device = env["device_name"].get<std::string>();
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(calibration_mu_);
   auto it = calibrations_.find(device);
-  if (it == calibrations_.end()) {
-    auto loaded = LoadCalibration(device);
-    if (!loaded) spdlog::warn("calibration of {}: {}", device, loaded.error().message);
-    it = calibrations_
-             .emplace(device, loaded && *loaded ? std::make_unique<Calibration>(**loaded) : nullptr)
-             .first;
+  if (it != calibrations_.end() && it->second && CalibrationMatches(*it->second, environment_json)) {
+    return it->second.get();
   }
-  return it->second.get();
+  std::unique_ptr<Calibration> found;
+  auto loaded = LoadCalibration(device);
+  if (!loaded) spdlog::warn("calibration of {}: {}", device, loaded.error().message);
+  if (loaded && *loaded && (CalibrationMatches(**loaded, environment_json) || !options_.calibrate)) {
+    found = std::make_unique<Calibration>(**loaded);
+  } else if (options_.calibrate) {
+    spdlog::info("calibrating {} for this environment (once; `kforge calibrate` measures again)",
+                 device);
+    auto measured = CalibrateOnce(device, environment_json, [&] {
+      return MeasureCalibration(backend, backend.target().ToString(), options_);
+    });
+    if (measured) {
+      found = std::make_unique<Calibration>(std::move(*measured));
+    } else {
+      spdlog::warn("calibration of {} failed: {}", device, measured.error().message);
+    }
+  }
+  auto& slot = calibrations_[device];
+  slot = std::move(found);
+  return slot.get();
 }
 
 Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::path& candidate,
@@ -334,11 +352,13 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   ref_job.task = &task;
   ref_job.device = backend.RunnerDevice();
   ref_job.init_seed = seeds() >> 1;
-  // Every trial but the second and fourth keeps the task's own distribution (EVAL-PROTOCOL rule 2).
-  for (int k = 0; k < options_.trials; ++k) {
-    std::string dist = k == 1 ? "normal" : k == 3 ? "uniform" : "task";
-    ref_job.trials.push_back({seeds() >> 1, dist});
-  }
+  // The task's own distributions, then the shortcut-finding trials (EVAL-PROTOCOL rule 2).
+  ref_job.trials = PlanTrials({.task_trials = options_.trials,
+                               .shortcut_trials = options_.shortcut_trials,
+                               .timing_sets = options_.timing_sets},
+                              seeds);
+  ref_job.truth = options_.truth;
+  ref_job.policy = v.policy;
   ref_job.tolerance = v.tolerance;
   ref_job.inputs_dir = slot->inputs_dir();
   ref_job.outputs_dir = slot->outputs_dir();
@@ -388,6 +408,7 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       ParseReferenceResult(ref_run->process.result_text, slot->inputs_dir(), slot->outputs_dir());
   if (!parsed_ref) return infra(parsed_ref.error());
   reference = std::move(*parsed_ref);
+  v.skipped_trials = reference.skipped;
   v.reference_steps = reference.steps_json;
   v.degenerate = reference.degenerate;
   v.environment = reference.environment_json;
@@ -529,27 +550,32 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
                             reference.trials.size());
     return finish();
   }
-  // Every comparison at once, on several threads: the trials' outputs, then the address probe's
-  // (against trial 1), which counts only when every trial passed.
-  std::vector<TensorPair> pairs;
-  for (std::size_t k = 0; k < reference.trials.size(); ++k) {
-    const auto& ref_outputs = reference.trials[k].outputs;
-    const auto& cand_outputs = result->trials[k].outputs;
-    if (cand_outputs.size() != ref_outputs.size()) continue;
-    for (std::size_t m = 0; m < ref_outputs.size(); ++m) {
-      pairs.push_back({&ref_outputs[m], &cand_outputs[m]});
+  // Every output judged at once, on several threads (eval/accuracy.h): the trials' outputs, then
+  // the address probe's (against trial 1), which counts only when every trial passed.
+  auto output_files = [](const ReferenceTrial& ref, const std::vector<TensorFile>& cand) {
+    std::vector<OutputFiles> files;
+    for (std::size_t m = 0; m < ref.outputs.size(); ++m) {
+      const TensorFile* truth = m < ref.truth.size() && ref.truth[m] ? &*ref.truth[m] : nullptr;
+      files.push_back({&cand[m], &ref.outputs[m], truth});
     }
+    return files;
+  };
+  std::vector<OutputFiles> pairs;
+  for (std::size_t k = 0; k < reference.trials.size(); ++k) {
+    const auto& cand_outputs = result->trials[k].outputs;
+    if (cand_outputs.size() != reference.trials[k].outputs.size()) continue;
+    for (const auto& f : output_files(reference.trials[k], cand_outputs)) pairs.push_back(f);
   }
   const std::size_t probe_first = pairs.size();
   const bool probe_comparable = result->address_probe && reference.trials.size() >= 2 &&
                                 result->address_probe->outputs.size() ==
                                     reference.trials[1].outputs.size();
   if (probe_comparable) {
-    for (std::size_t m = 0; m < reference.trials[1].outputs.size(); ++m) {
-      pairs.push_back({&reference.trials[1].outputs[m], &result->address_probe->outputs[m]});
+    for (const auto& f : output_files(reference.trials[1], result->address_probe->outputs)) {
+      pairs.push_back(f);
     }
   }
-  std::vector<Result<TensorComparison>> comparisons = CompareTensorPairs(pairs, v.tolerance);
+  std::vector<Result<OutputJudgement>> comparisons = JudgeOutputFiles(pairs, v.policy);
   std::size_t next_comparison = 0;
   bool all_ok = true;
   for (std::size_t k = 0; k < reference.trials.size(); ++k) {
@@ -565,14 +591,14 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
       problems.push_back(fmt::format("returned {} outputs, the reference returns {}",
                                      cand_trial.outputs.size(), ref_trial.outputs.size()));
     } else {
+      std::vector<OutputJudgement> judged;
       for (std::size_t m = 0; m < ref_trial.outputs.size(); ++m) {
         const auto& cmp = comparisons[next_comparison++];
         if (!cmp) return infra(cmp.error());
-        tv.max_abs_error = std::max(tv.max_abs_error, cmp->max_abs_error);
-        tv.max_rel_error = std::max(tv.max_rel_error, cmp->max_rel_error);
-        tv.fraction_bad = std::max(tv.fraction_bad, cmp->fraction_bad);
         if (!cmp->ok) problems.push_back(cmp->problem);
+        judged.push_back(*cmp);
       }
+      SummariseTrial(judged, tv);
     }
     if (!cand_trial.inputs_unchanged) problems.emplace_back("the candidate modified its inputs");
     if (!problems.empty()) {
@@ -582,6 +608,9 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
     }
     v.trials.push_back(std::move(tv));
   }
+  v.precision = SummarisePrecision(
+      v.trials, v.policy,
+      {reference.truth_requested, reference.truth_available, reference.truth_reason}, all_ok);
   // The address probe: trial 1's inputs in the buffers trial 0's had just used must give trial 1's
   // answer; a wrong one, where trial 1 itself was right, means results keyed on addresses (or
   // outputs skipped because they were written before).
@@ -613,12 +642,21 @@ Verdict Evaluator::Evaluate(const Task& task, const Backend& backend, const fs::
   if (all_ok) {
     v.status = EvalStatus::kCorrect;
     v.message = fmt::format("matches the reference on {} trials", v.trials.size());
+    if (v.precision.rule == "truth" && v.precision.worst_error_ratio) {
+      v.message += fmt::format(" (its error against the float64 truth is at most {:.3g}x the "
+                               "reference's own)",
+                               *v.precision.worst_error_ratio);
+    }
+    if (v.precision.achieved != "strict" && !v.precision.achieved.empty()) {
+      v.message += fmt::format("; meets {}, not strict: a lower-precision result, reported apart",
+                               v.precision.achieved);
+    }
     if (v.degenerate.any()) v.message += " (degenerate task: " + v.degenerate.Describe() + ")";
     if (options_.time) {
       // Step: the timing the runner took after the trials (only a correct candidate's counts).
       v.timing = result->timing.stats;
       v.timing_error = result->timing.error;
-      JudgeTiming(v, CalibrationFor(v.environment));
+      JudgeTiming(v, CalibrationFor(backend, v.environment));
     }
   } else {
     v.status = EvalStatus::kMismatch;

@@ -39,7 +39,9 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                     .memory_limit_bytes = options.memory_limit_bytes,
                     .process_limit = options.process_limit,
                     .keep = options.keep_work_dir,
-                    .max_wait = std::chrono::seconds(1800)};
+                    .max_wait = std::chrono::seconds(1800),
+                    .harness = {},
+                    .warm_candidate = true};  // profiled in the Python runner's profile phase
   auto slot = WorkSlot::Prepare(config);
   if (!slot) return std::unexpected(slot.error());
   WorkSlot& s = **slot;

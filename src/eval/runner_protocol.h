@@ -72,6 +72,9 @@ struct ReferenceResult {
   std::string status;  // ok, reference_error, infra_error
   std::string diagnostics;
   std::vector<ReferenceTrial> trials;
+  // The reference Model's state_dict tensors, in order (inputs_dir/state): native candidates get
+  // them after the task inputs.
+  std::vector<TensorFile> state;
   DegenerateFlags degenerate;
   std::string environment_json;
   TimingOutcome timing;                               // the eager baseline

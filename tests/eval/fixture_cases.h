@@ -25,6 +25,7 @@ struct FixtureCase {
   std::string policy;      // forced precision policy, or empty
   std::string rule;        // static guardrail rule id the verdict must name
   std::string reason;      // text the verdict's message or diagnostics must contain
+  bool time = false;       // the evaluation times the candidate (EvalOptions::time)
 };
 
 // The manifest files (relative to the source tree) of the candidate fixtures.

@@ -109,6 +109,9 @@ struct Verdict {
   // correct; reports keep it apart.
   bool held_for_review = false;
   std::string review_reason;
+  // The out-of-process device-time check (eval/device_time_check.h, DeviceTimeCheck::ToJson)
+  // of a result that was promoted (reported, exported); empty when it was not run.
+  std::string device_time_check_json;
 
   std::string ToJson() const;  // one JSON object, documented in docs/verdict.md
   std::string ToText() const;  // a few readable lines for the terminal

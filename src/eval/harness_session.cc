@@ -98,8 +98,9 @@ Result<std::unique_ptr<HarnessSession>> HarnessSession::Start(const HarnessLaunc
   spec.limits = launch.limits;
   spec.inherit_fds = {s->channel_->child_fd(), s->arena_->fd()};
   spec.cgroup_procs = s->freezer_->procs_file();
-  spec.deadline = std::make_shared<std::atomic<std::int64_t>>(
+  s->deadline_ = std::make_shared<std::atomic<std::int64_t>>(
       std::chrono::nanoseconds((Clock::now() + launch.max_wait).time_since_epoch()).count());
+  spec.deadline = s->deadline_;
   if (!launch.policy.scratch_dir.empty()) spec.cwd = launch.policy.scratch_dir;
   ProcessSpec wrapped = launch.sandboxed ? DefaultSandbox()->Wrap(std::move(spec), launch.policy)
                                          : std::move(spec);
@@ -228,6 +229,7 @@ HarnessResult<HelloReply> HarnessSession::Hello(const HelloRequest& request) {
     return std::unexpected(p);
   }
   // From here each command has its own deadline: the process may live as long as it answers.
+  deadline_->store(0);
   auto x = Command("hello", json{{"command", "hello"},
                                  {"protocol", kHarnessProtocolVersion},
                                  {"arena_bytes", arena_->size()},

@@ -432,3 +432,66 @@ TEST_F(HarnessSessionTest, EmptySamplesBeforeLoadAndTimedSamplesAfter) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// A stream handle the adapter cannot provide is refused with a line that says what it provides
+// (a SYCL candidate must never get NULL for its queue).
+TEST_F(HarnessSessionTest, RefusesAStreamHandleItCannotProvide) {
+  auto s = Start();
+  ASSERT_TRUE(s);
+  LoadRequest load = Native(CompileCandidate(dir_, "relu", kRelu));
+  load.stream_handle = "sycl-queue";
+  auto r = s->Load(load);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, HarnessProblem::Kind::kFailure);
+  EXPECT_EQ(r.error().status, "infra_error");
+  EXPECT_NE(r.error().diagnostics.find("stream_handle none"), std::string::npos)
+      << r.error().diagnostics;
+}
+
+// Replies are tied to their command: a reply without the command's id ends the session as a
+// protocol break (a forged or stale reply is never taken for the answer).
+TEST_F(HarnessSessionTest, AReplyWithoutTheCommandsIdIsAProtocolBreak) {
+  auto s = Start();
+  ASSERT_TRUE(s);
+  const fs::path so = CompileCandidate(dir_, "forge", R"(
+#include "kforge_kernel.h"
+#include <sys/socket.h>
+extern "C" int kforge_forward(const kforge_tensor*, int, kforge_tensor*, int, void*) {
+  const char reply[] = "{\"ok\": true}";
+  send(3, reply, sizeof(reply) - 1, 0);
+  return 0;
+})");
+  ASSERT_TRUE(s->Load(Native(so)));
+  auto r = CallOnce(*s, {1});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, HarnessProblem::Kind::kProtocol);
+  EXPECT_NE(r.error().message.find("id"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(s->ended());
+}
+
+// `max_wait` bounds only the wait for `hello`: a harness that answers may live longer (a warm
+// slot's harness serves for minutes), each command under its own timeout.
+TEST_F(HarnessSessionTest, TheFirstCommandsDeadlineEndsAtHello) {
+  HarnessLaunch launch;
+  launch.argv = {binary_.string()};
+  launch.policy.scratch_dir = dir_ / "scratch";
+  fs::create_directories(launch.policy.scratch_dir);
+  fs::permissions(launch.policy.scratch_dir, fs::perms::all);
+  launch.policy.visible_paths = {dir_};
+  launch.max_wait = std::chrono::seconds(1);
+  auto s = HarnessSession::Start(launch);
+  ASSERT_TRUE(s) << s.error().message;
+  (*s)->set_timeout(std::chrono::seconds(20));
+  ASSERT_TRUE((*s)->Hello({.device = "cpu", .arena_bytes = 1 << 20}));
+  std::this_thread::sleep_for(milliseconds(1600));
+  ASSERT_TRUE((*s)->Load(Native(CompileCandidate(dir_, "relu", kRelu))));
+  auto r = CallOnce(**s, {-1, 2});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(AsFloats(r->outputs[0]), (std::vector<float>{0, 2}));
+}
+
+}  // namespace
+}  // namespace kforge

@@ -18,6 +18,7 @@
 #ifndef KFORGE_EVAL_HARNESS_SESSION_H_
 #define KFORGE_EVAL_HARNESS_SESSION_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -232,6 +233,8 @@ class HarnessSession {
   std::unique_ptr<class HarnessChannel> channel_;
   std::chrono::milliseconds timeout_{std::chrono::seconds(120)};
   std::chrono::seconds max_wait_{1800};
+  // The process's own deadline (how long it may wait for `hello`); none once `hello` is sent.
+  std::shared_ptr<std::atomic<std::int64_t>> deadline_;
   bool hello_done_ = false;
   bool sandboxed_ = true;
   std::uint64_t last_id_ = 0;

@@ -338,6 +338,7 @@ struct Evaluator::Steps {
   fs::path artifact;
   std::unique_ptr<HarnessSession> harness;
   SteadyClock::time_point harness_start;
+  std::string harness_environment;  // the harness's `hello` environment (JSON object text)
   std::vector<ProtocolCost> protocol_cost;
   std::vector<TimedSet> timed_sets;
   std::vector<CandidateAnswer> answers;
@@ -679,6 +680,7 @@ struct Evaluator::Steps {
     auto hello = harness->Hello({.device = backend.RunnerDevice(), .arena_bytes = ArenaBytes()});
     if (!hello) return HarnessFailed(hello.error(), "starting");
     v.observed_isolation = hello->observed_isolation_json;
+    harness_environment = hello->environment_json;
     v.isolation = DefaultSandbox()->isolation(SandboxPolicy{}).Describe() +
                   fmt::format("; harness {}, freeze by {}", hello->harness,
                               FreezeMethodName(harness->freeze_method()));
@@ -998,6 +1000,11 @@ struct Evaluator::Steps {
     request.side_figures = native->sample_mode == "cold";
     request.tolerance = v.tolerance;
     request.seed = seeds();
+    // The device's maximum SM clock, as the harness read it before any candidate code loaded.
+    const auto env = nlohmann::json::parse(harness_environment, nullptr, false);
+    if (env.is_object() && env.contains("max_sm_mhz") && env["max_sm_mhz"].is_number_integer()) {
+      request.max_sm_mhz = env["max_sm_mhz"].get<int>();
+    }
     const HarnessTimingOutcome t = TimeThroughHarness(*harness, timed_sets, protocol_cost, request);
     v.candidate_seconds = SecondsSince(harness_start);
     Mark("timing");

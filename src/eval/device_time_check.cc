@@ -261,7 +261,8 @@ DeviceTimeCheck CheckDeviceTime(CompileService& compiler, const Task& task, cons
   h.set_timeout(options.timeout);
   const auto& trial = reference->trials[0];
   std::uint64_t need = 1 << 16;
-  for (const auto* list : {&trial.inputs, &trial.outputs, &reference->state}) {
+  const std::vector<TensorFile>* lists[] = {&trial.inputs, &trial.outputs, &reference->state};
+  for (const auto* list : lists) {
     for (const auto& t : *list) need += SpecOf(t).bytes() + kArenaAlignment;
   }
   auto hello = h.Hello({.device = backend.RunnerDevice(), .arena_bytes = need});

@@ -102,7 +102,13 @@ Result<std::unique_ptr<HarnessSession>> HarnessSession::Start(const HarnessLaunc
       std::chrono::nanoseconds((Clock::now() + launch.max_wait).time_since_epoch()).count());
   spec.deadline = s->deadline_;
   if (!launch.policy.scratch_dir.empty()) spec.cwd = launch.policy.scratch_dir;
-  ProcessSpec wrapped = launch.sandboxed ? DefaultSandbox()->Wrap(std::move(spec), launch.policy)
+  // The harness's own program must be in its view: a sandbox with a private /tmp hides a harness
+  // kept there (a build on the GPU machine, a copy beside a carried kforge).
+  SandboxPolicy policy = launch.policy;
+  if (const std::filesystem::path program = launch.argv.front(); program.is_absolute()) {
+    policy.visible_paths.push_back(program.parent_path());
+  }
+  ProcessSpec wrapped = launch.sandboxed ? DefaultSandbox()->Wrap(std::move(spec), policy)
                                          : std::move(spec);
   if (!launch.sandboxed && launch.policy.drop_privileges && ::geteuid() == 0) {
     wrapped.uid = kUnprivilegedUid;

@@ -493,5 +493,25 @@ TEST_F(HarnessSessionTest, TheFirstCommandsDeadlineEndsAtHello) {
   EXPECT_EQ(AsFloats(r->outputs[0]), (std::vector<float>{0, 2}));
 }
 
+// A harness kept in a folder the sandbox would hide (a private /tmp) is still started: the session
+// shows its program's folder to the sandbox.
+TEST_F(HarnessSessionTest, AHarnessInTheHostsTmpStarts) {
+  const fs::path copy = dir_ / "bin" / binary_.filename();
+  fs::create_directories(copy.parent_path());
+  fs::copy_file(binary_, copy);
+  fs::permissions(dir_ / "bin", fs::perms::all & ~fs::perms::others_write & ~fs::perms::group_write);
+  HarnessLaunch launch;
+  launch.argv = {copy.string()};
+  launch.policy.scratch_dir = dir_ / "scratch";
+  fs::create_directories(launch.policy.scratch_dir);
+  fs::permissions(launch.policy.scratch_dir, fs::perms::all);
+  auto s = HarnessSession::Start(launch);
+  ASSERT_TRUE(s) << s.error().message;
+  (*s)->set_timeout(std::chrono::seconds(20));
+  auto hello = (*s)->Hello({.device = "cpu", .arena_bytes = 1 << 20});
+  ASSERT_TRUE(hello) << hello.error().message << "\n" << hello.error().diagnostics;
+  EXPECT_EQ(hello->protocol, 2);
+}
+
 }  // namespace
 }  // namespace kforge

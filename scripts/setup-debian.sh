@@ -22,6 +22,8 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo bubblewrap
   # the runner: Python with CPU torch, numpy, pyopencl, pytest
   python3 python3-numpy python3-torch python3-pyopencl python3-pytest
+  # the harness's seccomp filter (runner/kforge_runner/harness/syscall_filter.py, through ctypes)
+  libseccomp2
   # kforge export's test: the exported package installs into a fresh venv (pip, setuptools, wheel)
   python3-venv python3-setuptools python3-wheel
   # HIP compiler (compile checks of amd/hip candidates; they run where ROCm has a GPU)

@@ -1,4 +1,6 @@
-"""Entry point: ``python3 -m kforge_runner --job JOB.json --result-fd N``.
+"""Entry point: ``python3 -m kforge_runner --job JOB.json --result-fd N`` (a phase of
+runner/PROTOCOL.md), or ``python3 -m kforge_runner --harness`` (the command loop of
+runner/HARNESS.md over the channel at fd 3 and the arena at fd 4).
 
 Reads the job, runs its phase and writes exactly one result document to fd N. Whatever goes wrong
 outside candidate and task code (a malformed job, unreadable inputs, a runner bug) is reported as
@@ -11,14 +13,18 @@ import os
 import sys
 
 from kforge_runner import errors, process_guard, protocol
+from kforge_runner.current_device import use_device
 
 
 def _parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python3 -m kforge_runner",
         description="Runs one KForge evaluation phase (runner/PROTOCOL.md).")
-    parser.add_argument("--job", required=True, help="path of the job JSON document")
-    parser.add_argument("--result-fd", required=True, type=int,
+    parser.add_argument("--harness", action="store_true",
+                        help="serve the harness protocol (runner/HARNESS.md) on fd 3 (channel) "
+                             "and fd 4 (arena) instead of running one phase")
+    parser.add_argument("--job", help="path of the job JSON document")
+    parser.add_argument("--result-fd", type=int,
                         help="open file descriptor to write the result JSON document to")
     parser.add_argument("--seal-stdin", action="store_true",
                         help="read a per-job secret line from stdin and put it into the result "
@@ -26,22 +32,10 @@ def _parse_args(argv):
     parser.add_argument("--preload", metavar="DEVICE",
                         help="warm start: import torch and initialise DEVICE, then wait for the "
                              "job file to appear (PROTOCOL.md, 'Warm start')")
-    return parser.parse_args(argv)
-
-
-def use_device(device: str) -> None:
-    """Makes ``device`` ("cuda:1") the process's current CUDA device.
-
-    Tensors placed on cuda:1 do not make it current: a native kernel launched on the legacy
-    default stream, a stream captured into a CUDA graph, Triton launches and library handles all
-    go to the current device, which stays cuda:0. A bench that placed an evaluation on the second
-    GPU of a host then timed it with illegal memory accesses. One runner serves one device, so
-    the process-wide setting is the right scope. Other devices are left alone."""
-    if not device.startswith("cuda:"):
-        return
-    import torch
-    if torch.cuda.is_available():
-        torch.cuda.set_device(torch.device(device))
+    args = parser.parse_args(argv)
+    if not args.harness and (args.job is None or args.result_fd is None):
+        parser.error("--job and --result-fd are required (or --harness)")
+    return args
 
 
 def _job_device(job) -> str:
@@ -126,6 +120,9 @@ def _result_for(job_path: str):
 
 def main(argv=None) -> int:
     args = _parse_args(argv)
+    if args.harness:
+        from kforge_runner.harness import loop
+        return loop.main()
     seal = None
     if args.seal_stdin:
         try:

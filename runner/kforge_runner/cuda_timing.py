@@ -36,7 +36,7 @@ MIN_SPIN_S = 50e-6
 _MAX_SPIN_S = 20e-3
 
 
-def _load_cudart() -> Optional[ctypes.CDLL]:
+def load_cudart() -> Optional[ctypes.CDLL]:
     """The CUDA runtime library torch uses (for cudaCtxResetPersistingL2Cache), or None."""
     candidates = []
     torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
@@ -53,7 +53,7 @@ def _load_cudart() -> Optional[ctypes.CDLL]:
     return None
 
 
-class _Nvml:
+class Nvml:
     """The SM clock of one device through NVML (libnvidia-ml), or nothing when unavailable."""
 
     NVML_CLOCK_SM = 1
@@ -104,11 +104,11 @@ class CudaClock:
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
         self.flush_bytes = 2 * self.l2_bytes
         self._flush = torch.zeros(self.flush_bytes // 4, dtype=torch.int32, device=device)
-        self._cudart = _load_cudart()
+        self._cudart = load_cudart()
         self.persisting_l2_reset = False
         if self._cudart is not None and hasattr(self._cudart, "cudaCtxResetPersistingL2Cache"):
             self.persisting_l2_reset = self._cudart.cudaCtxResetPersistingL2Cache() == 0
-        self.nvml = _Nvml(device)
+        self.nvml = Nvml(device)
         self.cycles_per_s = (self.nvml.max_sm_mhz or 1500) * 1e6
         self.spin_s = MIN_SPIN_S
         self.mode = "cold"

@@ -9,7 +9,7 @@ the device is synchronised before the outputs are inspected.
 """
 
 import math
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -29,6 +29,32 @@ def _as_output_list(value: Any) -> List[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
+def output_problem(i: int, out: Any, dtype: str, shape: List[int],
+                   device: torch.device) -> Optional[str]:
+    """What is wrong with output ``i`` against the reference's dtype, shape and device (None when
+    nothing is): a non-tensor, a torch.Tensor subclass (a lazy output that would compute when the
+    checker reads it), a sparse or meta tensor, another dtype, shape or device type."""
+    if not isinstance(out, torch.Tensor):
+        return f"output {i}: a {type(out).__name__}, expected a tensor"
+    if type(out) is not torch.Tensor:
+        # A subclass can defer its work into whoever reads it (the untimed checker).
+        return (f"output {i}: a {type(out).__name__}, a torch.Tensor subclass (lazy "
+                "output); outputs must be plain, materialised tensors")
+    if out.layout != torch.strided or out.is_meta:
+        return (f"output {i}: layout {out.layout}"
+                f"{' on the meta device' if out.is_meta else ''}; outputs must be "
+                "dense, materialised tensors")
+    problems = []
+    name = tensor_files.DTYPE_NAMES.get(out.dtype, str(out.dtype))
+    if name != dtype:
+        problems.append(f"output {i}: dtype {name}, expected {dtype}")
+    if list(out.shape) != list(shape):
+        problems.append(f"output {i}: shape {list(out.shape)}, expected {list(shape)}")
+    if out.device.type != device.type:
+        problems.append(f"output {i}: on device {out.device}, expected {device}")
+    return "; ".join(problems) if problems else None
+
+
 def check_outputs(outputs: List[Any], expected: List[OutputSpec],
                   device: torch.device) -> List[str]:
     """Problems of the outputs: count, dtype, shape and device against the reference's."""
@@ -36,26 +62,9 @@ def check_outputs(outputs: List[Any], expected: List[OutputSpec],
     if len(outputs) != len(expected):
         problems.append(f"{len(outputs)} outputs, expected {len(expected)}")
     for i, (out, spec) in enumerate(zip(outputs, expected)):
-        if not isinstance(out, torch.Tensor):
-            problems.append(f"output {i}: a {type(out).__name__}, expected a tensor")
-            continue
-        if type(out) is not torch.Tensor:
-            # A subclass can defer its work into whoever reads it (the untimed checker).
-            problems.append(f"output {i}: a {type(out).__name__}, a torch.Tensor subclass (lazy "
-                            "output); outputs must be plain, materialised tensors")
-            continue
-        if out.layout != torch.strided or out.is_meta:
-            problems.append(f"output {i}: layout {out.layout}"
-                            f"{' on the meta device' if out.is_meta else ''}; outputs must be "
-                            "dense, materialised tensors")
-            continue
-        name = tensor_files.DTYPE_NAMES.get(out.dtype, str(out.dtype))
-        if name != spec.dtype:
-            problems.append(f"output {i}: dtype {name}, expected {spec.dtype}")
-        if list(out.shape) != spec.shape:
-            problems.append(f"output {i}: shape {list(out.shape)}, expected {spec.shape}")
-        if out.device.type != device.type:
-            problems.append(f"output {i}: on device {out.device}, expected {device}")
+        problem = output_problem(i, out, spec.dtype, spec.shape, device)
+        if problem is not None:
+            problems.extend(problem.split("; "))
     return problems
 
 

@@ -72,7 +72,7 @@ def find_device(platform_substring: str) -> "cl.Device":
         f"no OpenCL platform with devices matches {platform_substring!r} (found: {names})")
 
 
-def _build(context: "cl.Context", device: "cl.Device", source: str) -> "cl.Program":
+def build(context: "cl.Context", device: "cl.Device", source: str) -> "cl.Program":
     program = cl.Program(context, source)
     try:
         return program.build(options=BUILD_OPTIONS, devices=[device])
@@ -105,7 +105,7 @@ def _host_array(value: Any) -> np.ndarray:
     return np.array(float(value), dtype=np.float64)
 
 
-def _poisoned_array(spec: OutputSpec) -> np.ndarray:
+def poisoned_array(spec: OutputSpec) -> np.ndarray:
     dtype = np.dtype(tensor_files.NUMPY_DTYPES[spec.dtype])
     if spec.dtype in ("float32", "float16", "float64"):
         return np.full(spec.shape, np.nan, dtype=dtype)
@@ -136,7 +136,7 @@ class OpenCLCandidate:
             if not hasattr(module, name):
                 raise CompileError(f"{source_file} does not define {name}")
         self._launch = module.launch
-        self._program = _build(self._context, self.device, module.SOURCE)
+        self._program = build(self._context, self.device, module.SOURCE)
 
     def _upload(self, array: np.ndarray) -> Buffer:
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
@@ -186,7 +186,7 @@ class OpenCLCandidate:
         """
         originals = [_host_array(v) for v in inputs] + self._state
         in_buffers = [self._upload(a) for a in originals]
-        out_buffers = [self._upload(_poisoned_array(spec)) for spec in expected]
+        out_buffers = [self._upload(poisoned_array(spec)) for spec in expected]
         self._launch(cl, self._queue, self._program, in_buffers, out_buffers)
         self._queue.finish()
         outputs = [tensor_files.from_host_array(self._download(b), spec.dtype)

@@ -42,18 +42,20 @@ def synchronizer(device: torch.device) -> Callable[[], None]:
     return lambda: None
 
 
-def _watched() -> List[Tuple[str, Any, str]]:
-    """(shown name, owner, attribute) of everything a timing result depends on."""
+def _watched(modules) -> List[Tuple[str, Any, str]]:
+    """(shown name, owner, attribute) of everything a timing result depends on: the clocks, and
+    the functions defined in each of ``modules`` (the runner's timing code; its API may grow)."""
     items = [("time.perf_counter_ns", time, "perf_counter_ns"),
              ("time.perf_counter", time, "perf_counter"),
              ("time.monotonic", time, "monotonic"),
              ("time.monotonic_ns", time, "monotonic_ns"),
              ("time.time", time, "time")]
-    # The runner's timing module: whatever functions it has now (its API may grow).
-    for name in dir(_timing):
-        value = getattr(_timing, name)
-        if callable(value) and getattr(value, "__module__", None) == _timing.__name__:
-            items.append((f"kforge_runner.timing.{name}", _timing, name))
+    for module in modules:
+        # Every callable it holds: its own functions and the clocks it bound at import
+        # (``_perf_counter_ns = time.perf_counter_ns``), which a candidate could rebind there.
+        for name, value in sorted(vars(module).items()):
+            if callable(value) and not name.startswith("__"):
+                items.append((f"{module.__name__}.{name}", module, name))
     if hasattr(torch, "cuda"):
         items += [("torch.cuda.synchronize", torch.cuda, "synchronize"),
                   ("torch.cuda.Event", torch.cuda, "Event")]
@@ -65,19 +67,30 @@ def _watched() -> List[Tuple[str, Any, str]]:
     return items
 
 
-_ORIGINALS: List[Tuple[str, Any, str, Any]] = [
-    (shown, owner, attr, owner.__dict__.get(attr, getattr(owner, attr, None)))
-    for shown, owner, attr in _watched()]
+def _bound(owner: Any, attr: str) -> Any:
+    return owner.__dict__.get(attr, getattr(owner, attr, None))
+
+
+class ClockWatch:
+    """The clocks and the timing functions of ``modules`` as bound when the watch was made
+    (before any candidate code loads); ``replaced`` names each one that is another object now."""
+
+    def __init__(self, modules):
+        self._originals = [(shown, owner, attr, _bound(owner, attr))
+                           for shown, owner, attr in _watched(modules)]
+
+    def replaced(self) -> List[str]:
+        return [f"[timer-patch] {shown} was replaced by candidate code"
+                for shown, owner, attr, original in self._originals
+                if _bound(owner, attr) is not original]
+
+
+_WATCH = ClockWatch([_timing])
 
 
 def replaced_clocks() -> List[str]:
     """Findings for every watched function that is no longer the one bound at import."""
-    found = []
-    for shown, owner, attr, original in _ORIGINALS:
-        now = owner.__dict__.get(attr, getattr(owner, attr, None))
-        if now is not original:
-            found.append(f"[timer-patch] {shown} was replaced by candidate code")
-    return found
+    return _WATCH.replaced()
 
 
 def _code_file(fn: Any) -> Optional[str]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The time to evaluate a candidate whose compile is a cache hit (issue 2: "a cache hit <= 1 s"):
+# The time to evaluate a candidate whose compile is a cache hit (the bound: a cache hit <= 1 s):
 # one `kforge eval` invocation with the same candidate N+1 times (5 correctness trials each, no
 # timing). The first evaluation compiles (or hits the cache) and starts cold; the other N are cache
 # hits whose runners warmed during the evaluation before. Prints each verdict's total and where it

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compare two `kforge bench` runs of the same suite and conversation (issue 8).
+"""Compare two `kforge bench` runs of the same suite and conversation.
 
     compare_bench_runs.py RUN_A RUN_B
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7's H200 acceptance: `kforge bench` over the 37 KernelBench level-2 GEMM tasks with a
+# `kforge bench` on an H200: `kforge bench` over the 37 KernelBench level-2 GEMM tasks with a
 # replayed conversation, against a serial loop of the same evaluations.
 #
 #   bench/h200_bench.sh CASSETTE [MODEL_ID] [ITERATIONS]

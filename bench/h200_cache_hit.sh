@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2's last criterion on an NVIDIA H200, in one device call (about 1 minute): the time to
+# The compile-cache hit on an NVIDIA H200, in one device call (about 1 minute): the time to
 # evaluate a CUDA candidate whose compile is a cache hit (ReLU 1024 x 4096 fp32, 5 trials,
 # `bench/cache_hit.sh`), with the work folders under $TMPDIR's default (/tmp) and under /dev/shm,
 # each with the verdicts' step breakdown. Same set-up as the other H200 scripts

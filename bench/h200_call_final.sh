@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The last device call of session 4, one H200: (1) issue 2's compile-cache hit with its step
+# The last device call of session 4, one H200: (1) the compile-cache hit with its step
 # breakdown (bench/h200_cache_hit.sh, HITS=5); (2) the GEMM bench's resumption: the one-GPU run
 # of bench/h200_call_gemm_cuda.sh stopped after 29 of 37 tasks (carried in .carry/gemm-one-gpu),
 # `kforge resume` finishes it, then its report; (3) while budget remains, a serial sample: cold

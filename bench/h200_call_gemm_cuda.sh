@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call on a one-GPU H200 host: the nvidia/cuda conversation of issue 5
-# (bench/h200_conversation_cuda.sh), then issue 7's GEMM bench on one GPU with its serial loop
+# One device call on a one-GPU H200 host: the recorded nvidia/cuda conversation
+# (bench/h200_conversation_cuda.sh), then the GEMM bench on one GPU with its serial loop
 # (RUNS=one-gpu bench/h200x2_gemm.sh). Outputs in $OUT.
 set -uo pipefail
 source bench/h200_env.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 on the H200: the nvidia/cuda conversation on KernelBench level 2 #76, two passes (the
+# Recorded conversations on the H200: the nvidia/cuda conversation on KernelBench level 2 #76, two passes (the
 # first answer ended in runtime_error; its second prompt was written on the H200 by
 # bench/h200_remaining.sh and answered through the inbox). Records the cassette from the answered
 # inbox (.carry/conv/cuda/), replays it through the real harness, and times the final kernel.

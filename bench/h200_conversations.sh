@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 on the H200: record the conversations whose answers were written through the inbox
+# Recorded conversations on the H200: record the conversations whose answers were written through the inbox
 # (carried in .carry/conv/<model>/NNNN-{prompt,answer}.md, first prompts written by
 # bench/h200_prompts.sh), then replay each cassette through the real harness.
 # Expects bench/h200_env.sh. Writes $OUT/conv-<model>.jsonl and logs.

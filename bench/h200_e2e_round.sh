@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9 on an H200, one device call per round of the conversation. No LLM is reachable from the
+# `kforge e2e` on an H200, one device call per round of the conversation. No LLM is reachable from the
 # device and a call cannot wait for a person, so the conversation is recorded through the inbox
 # in rounds (docs/llm.md "The inbox"): each round runs the whole `kforge e2e` again with the
 # answers so far (.carry/inbox/NNNN-answer.md, carried in); already answered prompts are answered

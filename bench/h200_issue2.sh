@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2 on an NVIDIA H200: the fixtures on nvidia/cuda, nvidia/triton and nvidia/opencl through
+# The evaluation harness on an NVIDIA H200: the fixtures on nvidia/cuda, nvidia/triton and nvidia/opencl through
 # the real harness, then bench/eval_speed.sh. Expects what bench/RESULTS.md describes under .carry/
 # (kforge, fixtures_gpu_test, bwrap, the spdlog/toml++ libraries of Debian 12, the KernelBench
 # JSONL) and pyopencl's wheels under .whl/. Writes logs to $OUT (or ./out).

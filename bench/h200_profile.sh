@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6 on an NVIDIA H200: the six candidates of tests/fixtures/profile/candidates/, each built
+# The profile adapters on an NVIDIA H200: the six candidates of tests/fixtures/profile/candidates/, each built
 # to have one bottleneck, are checked with `kforge eval`, then profiled with `kforge profile --raw`
 # under Nsight Compute (--clock-control none) and the torch profiler. Writes, per candidate,
 # $OUT/profile-fixtures/<name>/{ncu.raw.csv,ncu.details.csv,torch.json,summary.txt} (copy them to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6 on an NVIDIA H200: the token bound over KernelBench level 1 and 2 references. A subset,
+# Profiles on an NVIDIA H200: the token bound over KernelBench level 1 and 2 references. A subset,
 # to stay near 6 minutes: the torch profiler for every 10th task of each level (ids 1, 11, ...,
 # 91: 20 tasks), Nsight Compute for every 20th of level 1 and every 25th of level 2 (ids 1, 21,
 # 41, 61, 81 and 1, 26, 51, 76: 9 tasks, at most 20 kernels each). Stops starting new tasks after

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes the first prompt of `kforge run` for the H200 conversations of issue 5 (nvidia/cuda on
+# Writes the first prompt of `kforge run` for the recorded H200 conversations (nvidia/cuda on
 # level 2 #76, nvidia/triton on level 2 #86) through the inbox, without waiting: the answers are
 # written elsewhere and the conversations recorded by bench/h200_conversations.sh.
 set -uo pipefail

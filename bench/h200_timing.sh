@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 2 and 3 on an NVIDIA H200, one device call: calibration, the OpenCL-in-bubblewrap
+# The harness and the timing protocol on an NVIDIA H200, one device call: calibration, the OpenCL-in-bubblewrap
 # diagnosis, the cold timing protocol with the compile baseline, and the evaluation speed runs.
 # Same set-up as bench/h200_issue2.sh (.carry/ and .whl/). Knobs: SPEED_N, SPEED_M (0 skips the
 # speed runs), DIAG_OPENCL=0 skips the OpenCL diagnosis.

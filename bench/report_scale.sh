@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times `kforge report` on a synthetic run of 100,000 candidates (1,000 tasks × 2 samples × 50
 # iterations, verdict JSON shaped like docs/verdict.md, ~60-line sources that change from one
-# iteration to the next). Issue 7's target: report generation < 5 s.
+# iteration to the next). The bound: report generation < 5 s.
 #   bash bench/report_scale.sh [BUILD_DIR [TASKS SAMPLES ITERATIONS]]
 # BUILD_DIR defaults to build/ci (Release); the synthetic run is kept in $REPORT_SCALE_DIR
 # (default /tmp/kforge-report-scale) so that a second call times the report only.

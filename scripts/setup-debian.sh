@@ -14,6 +14,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config git
+  # format and naming checks of the changed tree (scripts/lint.sh)
+  clang-format clang-tidy
   # C++ libraries (DESIGN.md, Dependencies)
   libcurl4-openssl-dev nlohmann-json3-dev libtomlplusplus-dev libkainjow-mustache-dev
   libsqlite3-dev libcli11-dev libfmt-dev libspdlog-dev libcpp-httplib-dev libxxhash-dev
@@ -22,6 +24,8 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo bubblewrap
   # the runner: Python with CPU torch, numpy, pyopencl, pytest
   python3 python3-numpy python3-torch python3-pyopencl python3-pytest
+  # load_inline candidates build against torch's headers (python3-torch only recommends them)
+  libtorch-dev pybind11-dev
   # the harness's seccomp filter (runner/kforge_runner/harness/syscall_filter.py, through ctypes)
   libseccomp2
   # kforge export's test: the exported package installs into a fresh venv (pip, setuptools, wheel)
@@ -33,6 +37,8 @@ PACKAGES=(
   # kforge bench's Slurm executor: the one-node test cluster (tests/exec/slurm_cluster.sh), sqlite3
   # for its verdict comparison
   slurm-wlm munge sqlite3
+  # kforge bench's live view on a terminal, tested through a tmux pane (tests/cli)
+  tmux
 )
 
 if ! dpkg -s "${PACKAGES[@]}" >/dev/null 2>&1; then

@@ -8,4 +8,6 @@ KFORGE_PRESET=ci scripts/setup-debian.sh
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
+# Format and naming over the changed tree (clang-format, clang-tidy's readability-identifier-naming).
+scripts/lint.sh
 ctest --preset ci -j "$(nproc)" -L 'unit|integration|runner|redteam' "$@"

@@ -4,7 +4,9 @@ runner/HARNESS.md over the channel at fd 3 and the arena at fd 4).
 
 Reads the job, runs its phase and writes exactly one result document to fd N. Whatever goes wrong
 outside candidate and task code (a malformed job, unreadable inputs, a runner bug) is reported as
-``infra_error``. Exits 0 once the result is written; 2 on bad command-line arguments (no result can
+``infra_error``, except an operating-system error of the runner's own I/O once candidate code has
+run in the process (exhausted descriptors, a scratch folder made unwritable, a full quota): that is
+the candidate's status (``errors.classify_runner_failure``). Exits 0 once the result is written; 2 on bad command-line arguments (no result can
 be written then).
 """
 
@@ -96,6 +98,9 @@ def _run_phase(job):
     from kforge_runner import profile_phase
     if isinstance(job, profile_phase.ProfileJob):
         return profile_phase.run(job)
+    from kforge_runner import task_check_phase
+    if isinstance(job, task_check_phase.TaskCheckJob):
+        return task_check_phase.run(job)
     from kforge_runner import candidate_phase
     return candidate_phase.run(job)
 
@@ -109,13 +114,23 @@ def _result_for(job_path: str):
         return {"status": errors.STATUS_INFRA_ERROR, "diagnostics": f"bad job: {e}"}
     phase = ("reference" if isinstance(job, protocol.ReferenceJob) else
              "calibrate" if isinstance(job, protocol.CalibrateJob) else
-             "candidate" if isinstance(job, protocol.CandidateJob) else "profile")
+             "candidate" if isinstance(job, protocol.CandidateJob) else
+             "task_check" if type(job).__name__ == "TaskCheckJob" else "profile")
     try:
         return _run_phase(job)
     except (Exception, SystemExit) as e:
         process_guard.exit_if_forked()
-        return {"phase": phase, "status": errors.STATUS_INFRA_ERROR,
-                "diagnostics": errors.format_diagnostics(e, context=f"runner ({phase} phase)")}
+        status = errors.STATUS_INFRA_ERROR
+        context = f"runner ({phase} phase)"
+        if process_guard.candidate_ran():
+            # The runner's own work failed after the candidate had the process (a descriptor
+            # table it filled, a scratch folder it made unwritable): the candidate's verdict.
+            blamed = errors.classify_runner_failure(e)
+            if blamed is not None:
+                status = blamed
+                context = f"the runner's own work after the candidate ran ({phase} phase)"
+        return {"phase": phase, "status": status,
+                "diagnostics": errors.format_diagnostics(e, context=context)}
 
 
 def main(argv=None) -> int:

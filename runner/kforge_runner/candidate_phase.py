@@ -58,7 +58,7 @@ def _load(job: CandidateJob, state: Dict[str, torch.Tensor], device: torch.devic
     if spec.kind == "native":
         from kforge_runner.native import NativeCandidate
         return _call_candidate(LoadStage.LOAD, own_files, context, NativeCandidate,
-                               spec.artifact, device, list(state.values()))
+                               spec.artifact, device, list(state.values()), spec.stream_handle)
     if spec.kind == "opencl":
         from kforge_runner import opencl
         opencl.use_scratch_dir(job.outputs_dir)

@@ -2,7 +2,8 @@
 
 Status rules (runner/PROTOCOL.md): out-of-memory errors -> ``out_of_memory``; permission,
 read-only-filesystem and network errors (including a socket timing out) -> ``sandbox_violation``;
-EAGAIN from fork/thread creation and similar process limits -> ``resource_limit``; build/load
+EAGAIN from fork/thread creation and similar process limits, exhausted descriptors and a full or
+size-limited file system (EMFILE, ENFILE, ENOSPC, EDQUOT, EFBIG) -> ``resource_limit``; build/load
 failures of the candidate -> ``compile_error``; anything else -> ``runtime_error``. The exception,
 its ``__cause__`` and its unsuppressed ``__context__`` are inspected, outermost first, so wrapping
 an error does not hide it.
@@ -30,7 +31,8 @@ _MAX_MESSAGE_BYTES = 2000
 
 _SANDBOX_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENETUNREACH, errno.ECONNREFUSED,
                    errno.EHOSTUNREACH, errno.ENETDOWN}
-_RESOURCE_ERRNOS = {errno.EAGAIN, errno.EMFILE, errno.ENFILE}
+_RESOURCE_ERRNOS = {errno.EAGAIN, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EDQUOT,
+                    errno.EFBIG}
 # OpenCL status codes: CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY.
 _OPENCL_OOM_CODES = {-4, -6}
 _OOM_MESSAGES = ("CUDA out of memory", "HIP out of memory", "out of memory")
@@ -112,6 +114,27 @@ def classify(exc: BaseException, stage: str = LoadStage.RUN) -> str:
         if status is not None:
             return status
     return STATUS_RUNTIME_ERROR
+
+
+def classify_runner_failure(exc: BaseException) -> Optional[str]:
+    """The candidate's status for a failure of the runner's own work (reading inputs, writing
+    outputs) after candidate code ran in the process, or None when it is the runner's (infra).
+
+    Candidate code may change what the runner relies on: the permissions of its scratch folder,
+    the process's descriptors, the space left in its quota. An operating-system error from the
+    runner's own I/O at that point is the candidate's doing (sandbox_violation, resource_limit,
+    out_of_memory); anything else stays an infrastructure error."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno is not None:
+            if e.errno in _SANDBOX_ERRNOS:
+                return STATUS_SANDBOX_VIOLATION
+            if e.errno in _RESOURCE_ERRNOS:
+                return STATUS_RESOURCE_LIMIT
+            if e.errno == errno.ENOMEM:
+                return STATUS_OUT_OF_MEMORY
+        if isinstance(e, MemoryError):
+            return STATUS_OUT_OF_MEMORY
+    return None
 
 
 def _trim_text(text: str, max_lines: int, max_bytes: int) -> str:

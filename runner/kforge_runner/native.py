@@ -2,12 +2,14 @@
 
 Inputs are the task inputs then the reference state tensors, as ``kforge_tensor`` descriptors of
 contiguous tensors; scalars are 0-d float64 host tensors. Outputs are runner-allocated, poisoned
-tensors with the reference's shapes and dtypes. The call gets the current CUDA stream on cuda
-devices (NULL otherwise), and the device is synchronised before the outputs are read.
+tensors with the reference's shapes and dtypes. The call's ``stream`` is what the job's
+``stream_handle`` names (the backend's choice): the current CUDA or HIP stream of the device, a
+``sycl::queue*`` of the current XPU stream, or NULL; a job without one gets the current CUDA
+stream on cuda devices and NULL elsewhere. The device is synchronised before the outputs are read.
 """
 
 import ctypes
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -28,6 +30,18 @@ class KforgeTensor(ctypes.Structure):
                 ("ndim", ctypes.c_int32),
                 ("shape", ctypes.c_int64 * MAX_DIMS),
                 ("strides", ctypes.c_int64 * MAX_DIMS)]
+
+
+def stream_argument(device: torch.device, stream_handle: Optional[str]):
+    """The ``stream`` argument of ``kforge_forward`` for the job's stream handle, read at the call
+    (graph capture switches the current stream): a stream or queue address, or None (NULL)."""
+    if stream_handle is None:
+        stream_handle = "cuda-stream" if device.type == "cuda" else "none"
+    if stream_handle in ("cuda-stream", "hip-stream"):  # ROCm's torch keeps the cuda names
+        return torch.cuda.current_stream(device).cuda_stream
+    if stream_handle == "sycl-queue":
+        return torch.xpu.current_stream(device).sycl_queue
+    return None
 
 
 class NativeCallError(Exception):
@@ -58,7 +72,8 @@ class NativeCandidate:
     environment: Dict[str, Any] = {}
     result_fields: Dict[str, Any] = {}
 
-    def __init__(self, artifact: str, device: torch.device, state: List[torch.Tensor]):
+    def __init__(self, artifact: str, device: torch.device, state: List[torch.Tensor],
+                 stream_handle: Optional[str] = None):
         try:
             library = ctypes.CDLL(artifact)
             forward = library.kforge_forward
@@ -70,6 +85,7 @@ class NativeCandidate:
         self._library = library
         self._forward = forward
         self._device = device
+        self._stream_handle = stream_handle
         self._state = [t.to(device).contiguous() for t in state]
         self._used_addresses = set()
 
@@ -79,9 +95,7 @@ class NativeCandidate:
         return torch.tensor(float(value), dtype=torch.float64)  # scalars stay on the host
 
     def _current_stream(self):
-        if self._device.type == "cuda":
-            return torch.cuda.current_stream(self._device).cuda_stream
-        return None
+        return stream_argument(self._device, self._stream_handle)
 
     def sampler(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[str, Any]:
         """(clock, sampler) timing the ``kforge_forward`` call alone (timing.py).

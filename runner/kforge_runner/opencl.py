@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 import torch
 
-from kforge_runner import source_loader, tensor_files
+from kforge_runner import source_loader, tensor_files, timing
 from kforge_runner.errors import CompileError
 from kforge_runner.poison import POISON_BYTE
 from kforge_runner.protocol import OutputSpec
@@ -151,13 +151,27 @@ class OpenCLCandidate:
         return host
 
     def sampler(self, inputs: List[Any], expected: List[OutputSpec]) -> Tuple[str, Any]:
-        """("opencl-events", sampler) timing ``launch`` by event profiling (timing.py).
+        """(clock, sampler) timing ``launch`` (timing.py).
 
         Each sample uploads fresh input buffers and allocates output buffers, and waits for the
-        queue, before the first marker; the sample is the end of a marker enqueued after
-        ``launch`` minus the start of one enqueued before it.
+        queue, before the clock starts. On a CPU device (PoCL) the clock is ``perf_counter``
+        around ``launch`` and the queue's finish: the clock the eager baseline is timed by on
+        the same CPU, so that the speedup compares one clock. Elsewhere it is ``opencl-events``:
+        the end of a marker enqueued after ``launch`` minus the start of one enqueued before it.
         """
         originals = [_host_array(v) for v in inputs] + self._state
+
+        if self.device.type & cl.device_type.CPU:
+            def host_sample() -> float:
+                in_buffers = [self._upload(a) for a in originals]
+                out_buffers = [self._allocate(spec) for spec in expected]
+                self._queue.finish()
+                started = timing.host_clock_ns()
+                self._launch(cl, self._queue, self._program, in_buffers, out_buffers)
+                self._queue.finish()
+                return (timing.host_clock_ns() - started) / 1e9
+
+            return "perf_counter", host_sample
 
         def sample() -> float:
             in_buffers = [self._upload(a) for a in originals]

@@ -17,6 +17,14 @@ _ORIGINAL_PID = _getpid()
 
 FORKED_CHILD_EXIT_CODE = 70
 
+_candidate_ran = False
+
+
+def candidate_ran() -> bool:
+    """True once candidate code has run in this process (loaded or called): from then on the
+    process, its descriptors and its scratch folder are the candidate's as much as the runner's."""
+    return _candidate_ran
+
 
 def is_original_process() -> bool:
     """True in the process that imported the runner, false in any process forked from it."""
@@ -32,6 +40,8 @@ def exit_if_forked() -> None:
 @contextlib.contextmanager
 def candidate_code():
     """Wraps a call into candidate code: on every way out of it, forked children exit."""
+    global _candidate_ran
+    _candidate_ran = True
     try:
         yield
     finally:

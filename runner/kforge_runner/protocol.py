@@ -19,7 +19,8 @@ _os_write = os.write
 _os_close = os.close
 DISTRIBUTIONS = ("task", "normal", "uniform")
 CANDIDATE_KINDS = ("native", "opencl", "module")
-CANDIDATE_BACKENDS = ("cpp", "cuda", "hip", "sycl", "opencl", "triton", "cute", "kernelbench")
+# What a native candidate's kforge_forward receives as `stream` (the backend names it in the job).
+STREAM_HANDLES = ("none", "cuda-stream", "hip-stream", "sycl-queue")
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8",
                "uint8", "bool")
 
@@ -100,10 +101,11 @@ class CandidateSpec:
     """What to run: ``artifact`` is set for native candidates, ``source_file`` for opencl/module."""
 
     kind: str
-    backend: str
+    backend: str  # the programming model's name, for messages; the kind chooses the adapter
     artifact: Optional[str]
     source_file: Optional[str]
     opencl_platform: Optional[str]
+    stream_handle: Optional[str] = None  # native: one of STREAM_HANDLES; None: by the device
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,13 +240,18 @@ def _parse_candidate_spec(job: Dict[str, Any]) -> CandidateSpec:
     if kind not in CANDIDATE_KINDS:
         raise JobError(f"job.candidate.kind: {kind!r} is not one of {CANDIDATE_KINDS}")
     backend = _field(spec, "backend", str, "job.candidate")
-    if backend not in CANDIDATE_BACKENDS:
-        raise JobError(f"job.candidate.backend: {backend!r} is not one of {CANDIDATE_BACKENDS}")
+    if not backend or not all(c.isalnum() or c in "-_" for c in backend):
+        raise JobError(f"job.candidate.backend: {backend!r} is not a backend name")
+    stream_handle = _optional_str(spec, "stream_handle", "job.candidate")
+    if stream_handle is not None and stream_handle not in STREAM_HANDLES:
+        raise JobError(f"job.candidate.stream_handle: {stream_handle!r} is not one of "
+                       f"{STREAM_HANDLES}")
     candidate = CandidateSpec(kind=kind, backend=backend,
                               artifact=_optional_str(spec, "artifact", "job.candidate"),
                               source_file=_optional_str(spec, "source_file", "job.candidate"),
                               opencl_platform=_optional_str(spec, "opencl_platform",
-                                                            "job.candidate"))
+                                                            "job.candidate"),
+                              stream_handle=stream_handle)
     if kind == "native" and candidate.artifact is None:
         raise JobError("job.candidate.artifact: required for kind 'native'")
     if kind in ("opencl", "module") and candidate.source_file is None:
@@ -299,8 +306,11 @@ def parse_job(document: Any):
     if phase == "profile":
         from kforge_runner import profile_phase  # pylint: disable=import-outside-toplevel
         return profile_phase.parse(document)
-    raise JobError(
-        f"job.phase: {phase!r} is not 'reference', 'candidate', 'calibrate' or 'profile'")
+    if phase == "task_check":
+        from kforge_runner import task_check_phase  # pylint: disable=import-outside-toplevel
+        return task_check_phase.parse(document)
+    raise JobError(f"job.phase: {phase!r} is not 'reference', 'candidate', 'calibrate', "
+                   "'profile' or 'task_check'")
 
 
 def read_job(path: str):

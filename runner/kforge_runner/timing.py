@@ -30,6 +30,11 @@ STOPPED_BY = ("noise", "timeout", "min")
 _perf_counter_ns = time.perf_counter_ns
 
 
+def host_clock_ns() -> int:
+    """The host clock of ``perf_counter`` samples, bound before any candidate code loaded."""
+    return _perf_counter_ns()
+
+
 def clock_for(device: torch.device) -> str:
     return "events-cold" if device.type == "cuda" else "perf_counter"
 

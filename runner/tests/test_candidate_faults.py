@@ -111,3 +111,45 @@ def test_fork_eagain_is_resource_limit(shared_reference):
     run = _unprivileged_case(shared_reference, "fork_limit", body)
     assert run.result["status"] == "resource_limit", run.result
     assert "BlockingIOError" in run.result["diagnostics"]
+
+
+def test_runner_failures_caused_by_the_candidate_are_its_status():
+    from kforge_runner import errors
+    import errno as e
+    assert errors.classify_runner_failure(OSError(e.EMFILE, "Too many open files")) == \
+        "resource_limit"
+    assert errors.classify_runner_failure(OSError(e.ENOSPC, "No space left")) == "resource_limit"
+    assert errors.classify_runner_failure(PermissionError(e.EACCES, "denied")) == \
+        "sandbox_violation"
+    assert errors.classify_runner_failure(MemoryError()) == "out_of_memory"
+    assert errors.classify_runner_failure(ValueError("a runner bug")) is None
+
+
+def test_descriptors_exhausted_by_the_candidate_are_resource_limit(tmp_path, relu_reference):
+    # The call itself succeeds; the runner then cannot open the output files (was infra_error).
+    body = """self.held = []
+        try:
+            while True:
+                self.held.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError:
+            pass"""
+    run = _module(tmp_path, relu_reference, body)
+    assert run.result["status"] == "resource_limit", run.result
+    assert "Too many open files" in run.result["diagnostics"]
+
+
+def test_scratch_made_unwritable_by_the_candidate_is_sandbox_violation(shared_reference):
+    job, ref, workdir, kwargs = shared_reference
+    case_dir = os.path.join(workdir, "chmod_scratch")
+    out_dir = os.path.join(case_dir, "cand")
+    os.makedirs(out_dir)
+    os.chmod(case_dir, 0o777)
+    if os.geteuid() == 0:
+        os.chown(out_dir, 65534, 65534)  # the candidate's own folder, as in the sandbox
+    source = MODEL_NEW.replace("{body}", f"os.chmod({out_dir!r}, 0)")
+    candidate = {"kind": "module", "backend": "kernelbench",
+                 "source_file": write_file(os.path.join(case_dir, "model_new.py"), source)}
+    run = run_runner(candidate_job(job, ref, candidate, out_dir), case_dir, **kwargs)
+    os.chmod(out_dir, 0o755)
+    assert run.result["status"] == "sandbox_violation", run.result
+    assert "Permission denied" in run.result["diagnostics"]

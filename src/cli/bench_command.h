@@ -4,26 +4,19 @@
 #define KFORGE_CLI_BENCH_COMMAND_H_
 
 #include <CLI/CLI.hpp>
-#include <cstdint>
 #include <filesystem>
-#include <optional>
+#include <string>
 
-#include "kforge/store/records.h"
+#include "kforge/app/run_config.h"
 
 namespace kforge {
 
 void AddBenchCommand(CLI::App& app);
 
-// Budgets a resume may raise over the stored configuration; unset = as stored.
-struct BenchResumeOverrides {
-  std::optional<std::int64_t> max_tokens;
-  std::optional<double> max_cost;
-  std::optional<int> max_time_s;
-};
-
-// `kforge resume RUN_DIR` of a bench run: the stored configuration again on the same run.
-int ResumeBench(const std::filesystem::path& run_dir, const store::RunRecord& run,
-                const BenchResumeOverrides& overrides);
+// `kforge resume RUN_DIR` of a bench run: its stored configuration (budgets as the resume asked)
+// again on the same run.
+int ResumeBench(const app::RunConfig& config, const std::filesystem::path& run_dir,
+                const std::string& run_id, const std::string& command_line);
 
 }  // namespace kforge
 

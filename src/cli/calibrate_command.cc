@@ -1,4 +1,5 @@
 #include "calibrate_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -24,9 +25,8 @@ int RunCalibrate(const CalibrateArgs& args) {
     return 2;
   }
   auto backend = NewBackend(*target);
-  if (Availability a = backend->Probe(); !a.usable()) {
-    fmt::print(stderr, "kforge calibrate: target {} cannot run here:\n", args.target);
-    for (const auto& m : a.missing) fmt::print(stderr, "  - {}\n", m);
+  if (auto usable = CheckRunsHere(*backend); !usable) {
+    fmt::print(stderr, "kforge calibrate: {}\n", usable.error().message);
     return 3;
   }
   fmt::print("measuring copy bandwidth and matrix rates on {} (about a minute)...\n",
@@ -54,8 +54,8 @@ void AddCalibrateCommand(CLI::App& app) {
       "calibrate",
       "Measure the device of a target (copy bandwidth, matrix rates per dtype) and store it: "
       "`kforge eval --time` then reports each timing's speed-of-light fraction and rejects "
-      "times below the physics floor.\nExit code: 0 stored, 2 bad input, 3 the measurement "
-      "failed.");
+      "times below the physics floor.");
+  cmd->footer(ExitCodesFooter("calibrate"));
   cmd->add_option("-t,--target", args->target, "Target vendor[-device]/model, e.g. nvidia/cuda")
       ->required();
   cmd->callback([args] {

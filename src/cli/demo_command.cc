@@ -1,4 +1,5 @@
 #include "demo_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -208,8 +209,8 @@ void AddDemoCommand(CLI::App& app) {
       "(cpu/opencl, PoCL): a correct first kernel, then optimization passes driven by the "
       "analysis agent's advice, and a faster final kernel — compiled, checked and timed here "
       "(--manifest examples/demo/repair.toml: a kernel that does not compile, and its fix). No "
-      "API key or network needed.\nExit code: 0 the final kernel was faster than the first "
-      "correct one, 1 it was not (or no correct kernel), 2 bad input, 3 KForge failed.");
+      "API key or network needed.");
+  cmd->footer(ExitCodesFooter("demo"));
   cmd->add_option("--manifest", args->manifest,
                   "Demo manifest (TOML: task, target, model, iterations, profile, expect_faster, "
                   "conversation); default: examples/demo/demo.toml of the KForge installation; "

@@ -1,21 +1,23 @@
 #include "eval_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
+#include "kforge/app/setup.h"
+#include "kforge/core/files.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/device_time_check.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/store/run_store.h"
 #include "kforge/target/backend.h"
-#include "kforge/core/files.h"
 #include "kforge/task/task.h"
 
 namespace kforge {
@@ -133,30 +135,10 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     fmt::print(stderr, "kforge eval: {}\n", e.message);
     return code;
   };
-  auto target = Target::Parse(args.target);
-  if (!target) return fail(target.error(), kExitUsage);
   auto task = LoadTask(args.task);
   if (!task) return fail(task.error(), kExitUsage);
-  for (const auto& o : args.overrides) {
-    auto eq = o.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return fail(Error{ErrorCode::kInvalidArgument,
-                        fmt::format("--set '{}': write NAME=VALUE, e.g. --set batch_size=16", o)},
-                  kExitUsage);
-    }
-    std::string value = o.substr(eq + 1);
-    if (nlohmann::json::parse(value, nullptr, false).is_discarded()) {
-      value = nlohmann::json(value).dump();  // a bare word is a string
-    }
-    task->overrides.push_back({o.substr(0, eq), value});
-  }
-  auto backend = NewBackend(*target);
-  for (const auto& candidate : args.candidates) {
-    if (!fs::exists(candidate)) {
-      return fail(Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
-                  kExitUsage);
-    }
-    if (auto kind = backend->KindOf(candidate); !kind) return fail(kind.error(), kExitUsage);
+  if (auto added = AddOverrides(*task, args.overrides); !added) {
+    return fail(added.error(), kExitUsage);
   }
   EvalOptions options;
   options.trials = args.trials;
@@ -177,6 +159,36 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     if (!policy) return fail(policy.error(), kExitUsage);
     options.policy = *policy;
   }
+  // The composition root: target, backend, compile service and evaluator; a target that cannot
+  // run here is one line (exit 3) before any candidate is read.
+  app::RunConfig config;
+  config.kind = store::RunKind::kEval;
+  config.target = args.target;
+  config.profile = false;
+  auto root = app::Setup::Build(config, app::SetupOptions{.probe = true,
+                                                          .providers = false,
+                                                          .resuming = false,
+                                                          .run_dir = {},
+                                                          .eval = options,
+                                                          .budget_share = 1});
+  if (!root) {
+    return fail(root.error().error, root.error().user_input ? kExitUsage : kExitInfra);
+  }
+  const Backend* backend = &(*root)->backend();
+  for (const auto& candidate : args.candidates) {
+    if (!fs::exists(candidate)) {
+      return fail(
+          Error{ErrorCode::kNotFound, fmt::format("candidate {} does not exist", candidate)},
+          kExitUsage);
+    }
+    if (auto text = ReadFile(candidate);
+        text && text->find_first_not_of(" \t\r\n") == std::string::npos) {
+      return fail(Error{ErrorCode::kInvalidArgument,
+                        fmt::format("the candidate file {} is empty", candidate)},
+                  kExitUsage);
+    }
+    if (auto kind = backend->KindOf(candidate); !kind) return fail(kind.error(), kExitUsage);
+  }
   std::optional<EvalRunRecorder> recorder;
   if (!args.no_store) {
     auto started = EvalRunRecorder::Start(args, *task, command_line);
@@ -187,11 +199,10 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
       recorder = std::move(*started);
     }
   }
-  CompileService compiler;
   nlohmann::json all = nlohmann::json::array();
   bool all_correct = true;
   bool any_infra = false;
-  Evaluator evaluator(compiler, options);
+  Evaluator& evaluator = (*root)->evaluator();
   for (std::size_t i = 0; i < args.candidates.size(); ++i) {
     // While one candidate is evaluated, the next one's runners warm up.
     evaluator.set_prepare_next(i + 1 < args.candidates.size());
@@ -199,8 +210,8 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     Verdict verdict = evaluator.Evaluate(*task, *backend, args.candidates[i]);
     // A timed correct result checked out of process before it is reported (docs/trust.md).
     if (args.device_time_check && verdict.status == EvalStatus::kCorrect && verdict.timing) {
-      const DeviceTimeCheck check = CheckDeviceTime(compiler, *task, *backend, args.candidates[i],
-                                                    verdict.timing->median_s);
+      const DeviceTimeCheck check = CheckDeviceTime((*root)->compiler(), *task, *backend,
+                                                    args.candidates[i], verdict.timing->median_s);
       verdict.device_time_check_json = check.ToJson();
       if (!args.json) fmt::print("{}\n", check.Describe());
     }
@@ -244,8 +255,8 @@ void AddEvalCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "eval",
       "Evaluate one candidate kernel against a task's PyTorch reference: compile, run in a "
-      "sandboxed runner on fresh secret inputs, compare, print and store the verdict.\n"
-      "Exit code: 0 all correct, 1 any other verdict, 2 bad input, 3 the task or KForge failed.");
+      "sandboxed runner on fresh secret inputs, compare, print and store the verdict.");
+  cmd->footer(ExitCodesFooter("eval"));
   cmd->add_option("task", args->task,
                   "The task: PROBLEM.py, DATASET.jsonl#N (problem_id N) or kernelbench:levelL#N")
       ->required();

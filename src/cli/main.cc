@@ -1,24 +1,20 @@
 // The `kforge` command.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
+#include "bench_command.h"
 #include "calibrate_command.h"
 #include "demo_command.h"
-#include "bench_command.h"
 #include "e2e_command.h"
 #include "eval_command.h"
 #include "kforge/core/log.h"
+#include "kforge/core/nearest_name.h"
+#include "models_command.h"
 #include "profile_command.h"
+#include "report_command.h"
 #include "run_command.h"
 #include "targets_command.h"
-#if __has_include("models_command.h")
-#include "models_command.h"
-#define KFORGE_HAVE_MODELS_COMMAND 1
-#endif
-#if __has_include("report_command.h")
-#include "report_command.h"
-#define KFORGE_HAVE_REPORT_COMMAND 1
-#endif
 
 int main(int argc, char** argv) {
   kforge::InitLogging();
@@ -38,13 +34,24 @@ int main(int argc, char** argv) {
   kforge::AddBenchCommand(app);
   kforge::AddE2eCommand(app);
   kforge::AddExportCommand(app);
-#ifdef KFORGE_HAVE_MODELS_COMMAND
   kforge::AddModelsCommand(app);
-#endif
-#ifdef KFORGE_HAVE_REPORT_COMMAND
   kforge::AddReportCommand(app);
   kforge::AddCompareCommand(app);
-#endif
+  // A first word that names no subcommand: say so, with the nearest name (CLI11 alone says "A
+  // subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known |= sub->check_name(argv[1]);
+      if (!sub->get_group().empty()) names.push_back(sub->get_name());
+    }
+    if (!known) {
+      fmt::print(stderr, "kforge: unknown subcommand '{}'{}; `kforge --help` lists them\n",
+                 argv[1], kforge::DidYouMean(argv[1], names));
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -1,4 +1,5 @@
 #include "models_command.h"
+#include "exit_codes.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -28,6 +29,7 @@ constexpr std::chrono::milliseconds kProbeTimeout{1500};
 struct ModelsFlags {
   std::vector<std::string> files;
   std::string id;
+  bool no_probe = false;  // list without opening TCP connections to the endpoints
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -44,11 +46,12 @@ Result<ModelRegistry> LoadRegistry(const ModelsFlags& flags, const CLI::App& roo
 }
 
 struct Usability {
-  std::string key;     // what the key variable looks like
-  std::string reason;  // "" when usable
+  std::string key;       // what the key variable looks like
+  std::string reason;    // "" when usable
+  bool probed = true;    // the endpoint was probed (else: only the key was checked)
 };
 
-Usability Assess(const ModelEntry& entry) {
+Usability Assess(const ModelEntry& entry, bool probe) {
   Usability u;
   if (entry.provider == ProviderKind::kInbox) {
     u.key = "-";
@@ -70,6 +73,10 @@ Usability Assess(const ModelEntry& entry) {
   }
   if (entry.key_required && !has_key) {
     u.reason = fmt::format("set {}", entry.api_key_env);
+    return u;
+  }
+  if (!probe) {
+    u.probed = false;
     return u;
   }
   if (auto reachable = llm::ProbeTcpConnect(entry.endpoint, kProbeTimeout); !reachable) {
@@ -95,7 +102,8 @@ void ListModels(const ModelsFlags& flags, const CLI::App& root) {
   std::vector<std::future<Usability>> checks;
   checks.reserve(entries.size());
   for (const auto& entry : entries) {
-    checks.push_back(std::async(std::launch::async, [&entry] { return Assess(entry); }));
+    checks.push_back(std::async(std::launch::async,
+                                [&entry, probe = !flags.no_probe] { return Assess(entry, probe); }));
   }
   std::printf("registry: %s\n\n", fmt::format("{}", fmt::join(registry->files_read(), ", ")).c_str());
   std::printf("%s\n", fmt::format("{:<20} {:<18} {:<34} {:<6} {:<14} {:<30} {}", "ID", "PROVIDER",
@@ -106,14 +114,23 @@ void ListModels(const ModelsFlags& flags, const CLI::App& root) {
     const ModelEntry& e = entries[i];
     const Usability u = checks[i].get();
     usable += u.reason.empty() ? 1 : 0;
+    const std::string verdict = !u.reason.empty() ? "no: " + u.reason
+                                : u.probed        ? std::string("yes")
+                                                  : std::string("key ok, endpoint not probed");
     std::printf("%s\n",
                 fmt::format("{:<20} {:<18} {:<34} {:<6} {:<14} {:<30} {}", e.id,
                             llm::ProviderKindName(e.provider), e.model, e.vision ? "yes" : "no",
-                            Price(e), u.key, u.reason.empty() ? "yes" : "no: " + u.reason)
+                            Price(e), u.key, verdict)
                     .c_str());
   }
-  std::printf("\n%d of %zu usable now. `kforge models check ID` makes one tiny call.\n", usable,
-              entries.size());
+  if (flags.no_probe) {
+    std::printf("\n%d of %zu have what they need here (endpoints not probed). `kforge models "
+                "check ID` makes one tiny call.\n",
+                usable, entries.size());
+  } else {
+    std::printf("\n%d of %zu usable now. `kforge models check ID` makes one tiny call.\n",
+                usable, entries.size());
+  }
 }
 
 void CheckModel(const ModelsFlags& flags, const CLI::App& root) {
@@ -153,10 +170,18 @@ void CheckModel(const ModelsFlags& flags, const CLI::App& root) {
 void AddModelsCommand(CLI::App& app) {
   auto flags = std::make_shared<ModelsFlags>();
   CLI::App* models = app.add_subcommand(
-      "models", "List the LLMs of the model registry and say which are usable now");
+      "models",
+      "List the LLMs of the model registry and say which are usable now: a model is usable when "
+      "its key variable is set (or none is needed) and a TCP connection to its endpoint opens "
+      "within 1.5 s. That probe connects to every listed endpoint over TCP (the public API hosts "
+      "for the shipped entries) and sends nothing; --no-probe lists without connecting.");
+  models->footer(ExitCodesFooter("models"));
   models->add_option("--models", flags->files,
                      "Extra model registry file (TOML), read after the default and user files")
       ->check(CLI::ExistingFile);
+  models->add_flag("--no-probe", flags->no_probe,
+                   "List without opening TCP connections to the endpoints (only the keys are "
+                   "checked)");
   CLI::App* check = models->add_subcommand("check", "Make one tiny call to a model");
   check->add_option("ID", flags->id, "Model id, as listed by `kforge models`")->required();
   check->fallthrough();

@@ -1,4 +1,5 @@
 #include "profile_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -6,10 +7,10 @@
 #include <filesystem>
 #include <memory>
 
+#include "kforge/app/setup.h"
 #include "kforge/core/files.h"
-#include "kforge/eval/compile_service.h"
-#include "kforge/eval/evaluator.h"
-#include "kforge/profile/profiler.h"
+#include "kforge/eval/profile_capture.h"
+#include "kforge/profile/capture_files.h"
 #include "kforge/profile/reducer.h"
 #include "kforge/target/backend.h"
 #include "kforge/task/task.h"
@@ -49,17 +50,12 @@ int RunProfile(const ProfileArgs& args) {
                peaks.facts ? "; device peaks: " + peaks.source : "; device peaks unknown");
     return 0;
   }
-  if (args.task.empty() || args.target.empty()) return fail("give TASK and --target (or --from DIR)", 2);
-  auto target = Target::Parse(args.target);
-  if (!target) return fail(target.error().message, 2);
+  if (args.task.empty() || args.target.empty())
+    return fail("give TASK and --target (or --from DIR)", 2);
   auto task = LoadTask(args.task);
   if (!task) return fail(task.error().message, 2);
-  for (const auto& o : args.overrides) {
-    const auto eq = o.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return fail(fmt::format("--set '{}': write NAME=VALUE, e.g. --set batch_size=16", o), 2);
-    }
-    task->overrides.push_back({o.substr(0, eq), o.substr(eq + 1)});
+  if (auto added = AddOverrides(*task, args.overrides); !added) {
+    return fail(added.error().message, 2);
   }
   if (!args.reference && args.candidate.empty()) {
     return fail("give a CANDIDATE file, or --reference to profile the task's reference Model", 2);
@@ -67,9 +63,18 @@ int RunProfile(const ProfileArgs& args) {
   if (!args.reference && !fs::exists(args.candidate)) {
     return fail(fmt::format("candidate {} does not exist", args.candidate), 2);
   }
-  auto backend = NewBackend(*target);
-  profile::CaptureOptions options;
-  options.tool = profile::DefaultTool(*backend);
+  // The composition root: target, backend, compile service, evaluator options. A target that
+  // cannot run here is one line (exit 3).
+  app::RunConfig config;
+  config.kind = store::RunKind::kEval;
+  config.target = args.target;
+  config.profile = false;
+  auto root = app::Setup::Build(config, app::SetupOptions{.probe = true});
+  if (!root) return fail(root.error().error.message, root.error().user_input ? 2 : 3);
+  const Backend* backend = &(*root)->backend();
+  const Target* target = &(*root)->target();
+  ProfileCaptureOptions options;
+  options.tool = DefaultProfileTool(*backend);
   if (!args.tool.empty()) {
     auto tool = profile::ParseToolName(args.tool);
     if (!tool) return fail(fmt::format("--tool {}: use ncu, nsys, torch or opencl", args.tool), 2);
@@ -84,10 +89,8 @@ int RunProfile(const ProfileArgs& args) {
   fmt::print(stderr, "kforge profile: {} under {} on {} (raw outputs in {})\n",
              args.reference ? "the reference" : args.candidate, profile::ToolName(options.tool),
              target->ToString(), options.output_dir.string());
-  CompileService compiler;
-  EvalOptions eval_options;
-  auto capture = profile::CaptureProfile(compiler, eval_options, *task, *backend,
-                                         args.candidate, options);
+  auto capture = CaptureProfile((*root)->compiler(), (*root)->eval_options(), *task, *backend,
+                                args.candidate, options);
   if (!capture) {
     const bool usage = capture.error().code == ErrorCode::kInvalidArgument ||
                        capture.error().code == ErrorCode::kUnavailable;
@@ -128,9 +131,8 @@ void AddProfileCommand(CLI::App& app) {
       "occupancy, stalls, launch overhead, the tool's hints. Correctness is not checked here "
       "(kforge eval does that).\n"
       "Tools: ncu (NVIDIA CUDA targets, --clock-control none), nsys, torch (torch.profiler in the "
-      "runner, any target), opencl (event profiling, OpenCL targets).\n"
-      "Exit code: 0 profiled, 1 the candidate failed under the profiler, 2 bad input or tool "
-      "missing, 3 KForge or the task failed.");
+      "runner, any target), opencl (event profiling, OpenCL targets).");
+  cmd->footer(ExitCodesFooter("profile"));
   cmd->add_option("task", args->task, "task: a problem file, FILE.jsonl#N or kernelbench:levelL#N");
   cmd->add_option("candidate", args->candidate, "the candidate's source file");
   cmd->add_option("--target,-t", args->target, "target, e.g. nvidia/cuda, cpu/cpp, cpu/opencl");

@@ -1,4 +1,5 @@
 #include "report_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -18,7 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitOk = 0;
 constexpr int kExitUsage = 2;  // bad input, named in the message
 constexpr int kExitInfra = 3;  // the store or the file system failed
 
@@ -152,9 +152,8 @@ void AddReportCommand(CLI::App& app) {
       "distribution, speedup by iteration, roofline scatter; works offline, Chart.js inlined) "
       "with one page per task (candidate history with diffs, verdicts, timings, profile "
       "summaries, recommendations), report.json, tasks.csv and candidates.csv. docs/report.md "
-      "defines every figure. Reads the run store only.\n"
-      "Exit code: 0 written, 2 bad input (not a run directory, unknown format), 3 the store or "
-      "the file system failed.");
+      "defines every figure. Reads the run store only.");
+  cmd->footer(ExitCodesFooter("report"));
   cmd->add_option("run_dir", args->run_dir, "The run directory (a `kforge run` or `kforge bench` folder)")
       ->required();
   cmd->add_option("-o,--out", args->out, "Folder to write the report into; default: RUN_DIR/report");
@@ -177,7 +176,8 @@ void AddCompareCommand(CLI::App& app) {
       "Put two runs side by side (e.g. two models on one suite): the headline figures of each "
       "precision group with their deltas (B - A), and per task the status and best speedup vs "
       "eager in each run. Prints a table; --out also writes it as HTML (or JSON for a .json "
-      "file).\nExit code: 0 done, 2 bad input, 3 the store or the file system failed.");
+      "file).");
+  cmd->footer(ExitCodesFooter("compare"));
   cmd->add_option("run_a", args->run_a, "Run directory A")->required();
   cmd->add_option("run_b", args->run_b, "Run directory B")->required();
   cmd->add_option("-o,--out", args->out, "Write the comparison to this file (.html or .json)");

@@ -1,4 +1,5 @@
 #include "run_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,15 +15,13 @@
 #include <vector>
 
 #include "bench_command.h"
+#include "kforge/app/run_config.h"
+#include "kforge/app/setup.h"
+#include "kforge/app/task_spec.h"
 #include "kforge/core/files.h"
-#include "kforge/eval/compile_service.h"
-#include "kforge/eval/evaluator.h"
 #include "kforge/llm/budget.h"
-#include "kforge/llm/cassette.h"
-#include "kforge/llm/provider_factory.h"
-#include "kforge/llm/registry.h"
-#include "kforge/profile/profiler.h"
-#include "kforge/prompt/candidate_format.h"
+#include "exit_codes.h"
+#include "kforge/llm/call_failure.h"
 #include "kforge/store/run_store.h"
 #include "kforge/synth/synthesizer.h"
 #include "kforge/target/backend.h"
@@ -34,108 +33,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Exit codes, stated in --help.
-constexpr int kExitCorrect = 0;  // a correct kernel was found
-constexpr int kExitNone = 1;     // the run ended without a correct kernel
-constexpr int kExitUsage = 2;    // bad input: named in the message
-constexpr int kExitInfra = 3;    // KForge, the store or the toolchain failed
-
-constexpr int kConfigVersion = 1;
-
-// The configuration of a run: the command line resolved (paths made absolute), stored as the run
-// row's config_json so that `kforge resume` can run it again.
-struct RunArgs {
-  bool no_profile = false;  // no profile pass before each analysis
-  std::string task;
-  std::string target;
-  std::string model;
-  std::string analysis_model;  // empty: the generation model
-  int iterations = 5;
-  int samples = 1;
-  std::string reference_impl;
-  std::string reference_target;
-  std::int64_t max_tokens = 0;  // 0: no limit
-  double max_cost = 0;          // 0: no limit
-  int max_time_s = 0;           // 0: no limit
-  std::vector<std::string> models;
-  std::string runs_dir = "kforge-runs";
-  std::string record;
-  std::string record_note;
-  std::string replay;
-  std::string replay_match = "exact";  // exact | numbers (llm::ReplayMatch)
-  bool inbox_wait = false;
-};
-
-std::string ToJson(const RunArgs& a) {
-  nlohmann::json j{{"config_version", kConfigVersion},
-                   {"task", a.task},
-                   {"target", a.target},
-                   {"iterations", a.iterations},
-                   {"no_profile", a.no_profile},
-                   {"samples", a.samples},
-                   {"reference_impl", a.reference_impl},
-                   {"reference_target", a.reference_target},
-                   {"max_tokens", a.max_tokens},
-                   {"max_cost", a.max_cost},
-                   {"max_time_s", a.max_time_s},
-                   {"runs_dir", a.runs_dir}};
-  WriteModelSource(j, a);
-  return j.dump();
-}
-
-Result<RunArgs> ParseRunArgs(const std::string& json_text, const std::string& where) {
-  auto j = nlohmann::json::parse(json_text, nullptr, false);
-  if (!j.is_object() || j.value("config_version", 0) != kConfigVersion) {
-    return ParseError(fmt::format(
-        "{}: the stored configuration is not a `kforge run` configuration of version {}", where,
-        kConfigVersion));
-  }
-  try {
-    RunArgs a;
-    a.task = j.at("task").get<std::string>();
-    a.target = j.at("target").get<std::string>();
-    a.iterations = j.value("iterations", 5);
-    a.no_profile = j.value("no_profile", false);
-    a.samples = j.value("samples", 1);
-    a.reference_impl = j.value("reference_impl", "");
-    a.reference_target = j.value("reference_target", "");
-    a.max_tokens = j.value("max_tokens", std::int64_t{0});
-    a.max_cost = j.value("max_cost", 0.0);
-    a.max_time_s = j.value("max_time_s", 0);
-    a.runs_dir = j.value("runs_dir", "kforge-runs");
-    ReadModelSource(j, a);
-    return a;
-  } catch (const nlohmann::json::exception& e) {
-    return ParseError(fmt::format("{}: stored configuration: {}", where, e.what()));
-  }
-}
-
-// TASK is SUITE.toml#ID (a task of a suite, with its overrides) or any LoadTask() form.
-Result<Task> LoadRunTask(const std::string& spec) {
-  const auto hash = spec.rfind('#');
-  if (hash != std::string::npos && spec.substr(0, hash).ends_with(".toml")) {
-    const std::string suite_path = spec.substr(0, hash);
-    const std::string id = spec.substr(hash + 1);
-    auto suite = LoadSuite(suite_path);
-    if (!suite) return std::unexpected(suite.error());
-    std::vector<std::string> ids;
-    for (const Task& t : suite->tasks) {
-      if (t.id == id || t.name == id) return t;
-      ids.push_back(t.id);
-    }
-    return NotFound(fmt::format("suite {} has no task '{}'; its tasks: {}", suite_path, id,
-                                fmt::join(ids, ", ")));
-  }
-  return LoadTask(spec);
-}
-
-std::string AbsoluteTaskSpec(const std::string& spec) {
-  const auto hash = spec.rfind('#');
-  if (hash != std::string::npos && fs::exists(spec.substr(0, hash))) {
-    return Absolute(spec.substr(0, hash)) + spec.substr(hash);
-  }
-  return Absolute(spec);
-}
+// Exit codes (exit_codes.h), stated in --help.
+constexpr int kExitCorrect = kExitOk;              // a correct kernel was found
+constexpr int kExitNone = kExitNotAll;             // the run ended without a correct kernel
+constexpr int kExitUsage = kExitBadInput;          // bad input: named in the message
+constexpr int kExitInfra = kExitKforgeFailed;      // KForge, the store or the toolchain failed
+constexpr int kExitPaused = kExitProviderPause;    // the provider failed: resumable
 
 // The `kforge eval` command that checks `kernel` on its own.
 std::string EvalCommandFor(const Task& task, const std::string& task_spec, const fs::path& kernel,
@@ -159,106 +62,122 @@ void PrintProgress(const synth::ProgressEvent& e) {
   std::fflush(stdout);
 }
 
-// Runs (or resumes) the synthesis of `args` in `run_dir` as run `run_id`.
-int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string& run_id,
+// Runs (or resumes) the synthesis of `config` in `run_dir` as run `run_id`.
+int RunSynthesis(const app::RunConfig& config, const fs::path& run_dir, const std::string& run_id,
                  bool resuming, const std::string& command_line, const char* who) {
   auto fail = [who](const Error& e, int code) {
     fmt::print(stderr, "{}: {}\n", who, e.message);
     return code;
   };
-  auto target = Target::Parse(args.target);
-  if (!target) return fail(target.error(), kExitUsage);
-  auto task = LoadRunTask(args.task);
+  auto task = app::LoadTaskSpec(config.task);
   if (!task) return fail(task.error(), kExitUsage);
-  if (args.iterations < 1 || args.samples < 1) {
-    return fail(Error{ErrorCode::kInvalidArgument, "--iterations and --samples must be at least 1"},
-                kExitUsage);
+  // Every correct candidate is timed (the loop keeps the fastest), and the next evaluation's
+  // runners warm while one runs.
+  app::SetupOptions options{.probe = true,
+                            .providers = true,
+                            .resuming = resuming,
+                            .run_dir = run_dir,
+                            .eval = {},
+                            .budget_share = 1};
+  options.eval.time = true;
+  options.eval.prepare_next = true;
+  auto setup = app::Setup::Build(config, std::move(options));
+  if (!setup) return fail(setup.error().error, setup.error().user_input ? kExitUsage : kExitInfra);
+  app::Setup& root = **setup;
+  if (!root.providers().recording.empty()) {
+    fmt::print("recording LLM calls to {}\n", root.providers().recording);
   }
-  std::optional<TranslationSource> translate_from;
-  if (!args.reference_impl.empty()) {
-    if (args.reference_target.empty()) {
-      return fail(Error{ErrorCode::kInvalidArgument,
-                        "--reference-impl needs --reference-target, the target it was written "
-                        "for (e.g. --reference-target nvidia/cuda)"},
-                  kExitUsage);
-    }
-    auto ref_target = Target::Parse(args.reference_target);
-    if (!ref_target) return fail(ref_target.error(), kExitUsage);
-    auto source = ReadFile(args.reference_impl);
-    if (!source) return fail(source.error(), kExitUsage);
-    translate_from = TranslationSource{.target = *ref_target,
-                                       .file_name = CandidateFormatOf(ref_target->model).file_name,
-                                       .source = *source};
-  }
-  auto backend = NewBackend(*target);
-  if (Availability a = backend->Probe(); !a.usable()) {
-    std::string why = fmt::format("target {} cannot run here:", args.target);
-    for (const auto& m : a.missing) why += fmt::format("\n  - {}", m);
-    return fail(Error{ErrorCode::kUnavailable, why}, kExitInfra);
-  }
-
-  llm::BudgetLimits limits;
-  if (args.max_tokens > 0) limits.max_tokens = args.max_tokens;
-  if (args.max_cost > 0) limits.max_usd = args.max_cost;
-  auto budget = std::make_shared<llm::Budget>(limits);
-  auto providers = MakeProviders(ProviderArgsOf(args), resuming, budget);
-  if (!providers) return fail(providers.error(), kExitUsage);
-
-  auto store = store::RunStore::Open(run_dir);
-  if (!store) return fail(store.error(), kExitInfra);
+  store::RunStore& store = *root.store();
   if (!resuming) {
     store::RunRecord run;
     run.id = run_id;
     run.kind = store::RunKind::kRun;
     run.command_line = command_line;
-    run.config_json = ToJson(args);
-    if (auto added = (*store)->AddRun(run); !added) return fail(added.error(), kExitInfra);
+    run.config_json = config.ToJson();
+    if (auto added = store.AddRun(run); !added) return fail(added.error(), kExitInfra);
   }
   fmt::print("{} {} on {} with {}{} — run {}\n", resuming ? "resuming" : "synthesizing", task->name,
-             args.target, args.model,
-             args.analysis_model.empty() ? "" : fmt::format(" (analysis: {})", args.analysis_model),
+             config.target, config.models.model,
+             config.models.analysis_model.empty()
+                 ? ""
+                 : fmt::format(" (analysis: {})", config.models.analysis_model),
              run_dir.string());
 
-  CompileService compiler;
-  // Every correct candidate is timed (the loop keeps the fastest), and the next evaluation's
-  // runners warm while one runs.
-  EvalOptions eval_options;
-  eval_options.time = true;
-  eval_options.prepare_next = true;
-  Evaluator evaluator(compiler, eval_options);
-  synth::SynthesisSetup setup;
-  setup.store = store->get();
-  setup.run_id = run_id;
-  setup.task = *task;
-  setup.backend = backend.get();
-  setup.evaluator = &evaluator;
-  setup.generation_provider = providers->generation;
-  setup.analysis_provider = providers->analysis;
-  setup.budget = budget;
-  setup.translate_from = translate_from;
-  setup.options.iterations = args.iterations;
-  setup.options.samples = args.samples;
-  if (args.max_time_s > 0) setup.options.max_wall_time = std::chrono::seconds(args.max_time_s);
-  setup.on_progress = PrintProgress;
-  if (!args.no_profile) {
-    setup.profile_summary = profile::MakeSummaryProfiler(compiler, eval_options, setup.task,
-                                                         *backend, run_dir / "profiles");
-  }
-
-  auto result = synth::Synthesizer(std::move(setup)).Run();
+  synth::SynthesisSetup setup_of_task = root.SynthesisFor(*task, run_id, run_dir / "profiles");
+  setup_of_task.on_progress = PrintProgress;
+  const std::shared_ptr<llm::Budget> budget = root.budget();
+  auto result = synth::Synthesizer(std::move(setup_of_task)).Run();
   if (!result) {
-    (void)(*store)->FinishRun(run_id, store::RunStatus::kFailed);
-    return fail(result.error(), kExitInfra);
+    (void)store.FinishRun(run_id, store::RunStatus::kFailed);
+    // A broken task (the check before the first prompt) is the user's to fix; a new run did
+    // nothing, so it leaves no folder behind.
+    const bool usage = result.error().code == ErrorCode::kInvalidArgument;
+    if (usage && !resuming) {
+      std::error_code ec;
+      fs::remove_all(run_dir, ec);
+    }
+    return fail(result.error(), usage ? kExitUsage : kExitInfra);
   }
-  const store::RunStatus status =
-      result->interrupted ? store::RunStatus::kInterrupted : store::RunStatus::kFinished;
-  if (auto finished = (*store)->FinishRun(run_id, status); !finished) {
+  // A permanent LLM failure ends the run (failed); any other stop leaves it resumable.
+  const bool ended_by_model = result->call_failure == llm::CallFailureKind::kPermanent;
+  const store::RunStatus status = ended_by_model        ? store::RunStatus::kFailed
+                                  : result->interrupted ? store::RunStatus::kInterrupted
+                                                        : store::RunStatus::kFinished;
+  if (auto finished = store.FinishRun(run_id, status); !finished) {
     fmt::print(stderr, "{}: {}\n", who, finished.error().message);
   }
 
   const llm::BudgetSpent spent = budget->Spent();
   fmt::print("\n{} step(s); {}; {} tokens, ${:.4f}\n", result->steps, result->stop_reason,
              spent.input_tokens + spent.output_tokens, spent.usd);
+  if (ended_by_model) {
+    fmt::print(stderr, "{}: the model cannot answer, and waiting will not change that: {}\n", who,
+               result->call_error);
+    fmt::print("The run stopped (stored as failed). Fix what the message says, then continue it: "
+               "kforge resume {}\n",
+               run_dir.string());
+    return kExitUsage;
+  }
+  if (result->call_failure == llm::CallFailureKind::kTransient) {
+    fmt::print(stderr, "{}: the LLM provider failed after its retries: {}\n", who,
+               result->call_error);
+    if (!result->best_path.empty()) {
+      fmt::print("Best kernel so far: {} (correct; sample {}, iteration {})\n",
+                 fs::absolute(result->best_path).string(), result->best->sample,
+                 result->best->iteration + 1);
+    }
+    fmt::print("The run is paused, not finished (stored as interrupted). When the provider answers "
+               "again, continue it: kforge resume {}\n",
+               run_dir.string());
+    return kExitPaused;
+  }
+  if (result->interrupted && result->awaiting_answer) {
+    // A pause, not a failure: the prompt waits for the user's answer (the stop reason says
+    // which file to write).
+    if (!result->best_path.empty()) {
+      fmt::print("Best kernel so far: {} (correct)\n",
+                 fs::absolute(result->best_path).string());
+    }
+    fmt::print("Paused: write the answer where the line above says, then continue with: "
+               "kforge resume {}\n",
+               run_dir.string());
+    return kExitAnswerPause;
+  }
+  if (result->interrupted && !config.models.replay.empty()) {
+    // A replay stops only where its prompts left the recording: the input is to fix (the
+    // cassette, the command, or the match mode), not a result.
+    fmt::print(stderr,
+               "{}: the replay of {} stopped before the run's end ({}). A cassette recorded on "
+               "another machine needs --replay-match numbers; otherwise give the recording's "
+               "command (same task, target, iterations, samples, --no-profile).\n",
+               who, config.models.replay, result->stop_reason);
+    return kExitUsage;
+  }
+  if (!result->task_error.empty()) {
+    fmt::print(stderr, "{}: the task's reference failed, not the candidate: fix the task ({})\n",
+               who, result->task_error);
+    return kExitUsage;
+  }
   if (result->best_path.empty()) {
     fmt::print(
         "No correct kernel in this run. Its candidates and verdicts are under {}/candidates "
@@ -273,8 +192,8 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   const fs::path best = fs::absolute(result->best_path);
   fmt::print("Best kernel: {} (correct; sample {}, iteration {})\n", best.string(),
              result->best->sample, result->best->iteration + 1);
-  fmt::print("Check it:    {}\n", EvalCommandFor(*task, args.task, best, args.target));
-  const CandidateFormat& format = CandidateFormatOf(target->model);
+  fmt::print("Check it:    {}\n", EvalCommandFor(*task, config.task, best, config.target));
+  const CandidateFormat& format = root.backend().format();
   if (format.kind == CandidateKind::kNative) {
     fmt::print("Use it:      it defines {}; the C ABI is {}\n", format.requirement,
                (KforgeHome() / "runner/kforge_runner/abi/kforge_kernel.h").string());
@@ -286,39 +205,41 @@ int RunSynthesis(const RunArgs& args, const fs::path& run_dir, const std::string
   return kExitCorrect;
 }
 
-std::string CommandLine(const RunArgs& a) {
-  std::string line = fmt::format("kforge run {} --target {} --model {}", a.task, a.target, a.model);
-  if (!a.analysis_model.empty()) line += fmt::format(" --analysis-model {}", a.analysis_model);
-  line += fmt::format(" --iterations {} --samples {}", a.iterations, a.samples);
-  if (!a.reference_impl.empty()) {
-    line += fmt::format(" --reference-impl {} --reference-target {}", a.reference_impl,
-                        a.reference_target);
+std::string CommandLine(const app::RunConfig& c) {
+  const app::ModelSource& m = c.models;
+  std::string line = fmt::format("kforge run {} --target {} --model {}", c.task, c.target, m.model);
+  if (!m.analysis_model.empty()) line += fmt::format(" --analysis-model {}", m.analysis_model);
+  line += fmt::format(" --iterations {} --samples {}", c.iterations, c.samples);
+  if (!c.reference_impl.empty()) {
+    line += fmt::format(" --reference-impl {} --reference-target {}", c.reference_impl,
+                        c.reference_target);
   }
-  if (a.max_tokens > 0) line += fmt::format(" --max-tokens {}", a.max_tokens);
-  if (a.max_cost > 0) line += fmt::format(" --max-cost {}", a.max_cost);
-  if (a.max_time_s > 0) line += fmt::format(" --max-time {}", a.max_time_s);
-  if (!a.record.empty()) line += fmt::format(" --record {}", a.record);
-  if (!a.replay.empty()) line += fmt::format(" --replay {}", a.replay);
-  if (a.replay_match != "exact") line += fmt::format(" --replay-match {}", a.replay_match);
-  if (a.inbox_wait) line += " --inbox-wait";
+  if (c.max_tokens > 0) line += fmt::format(" --max-tokens {}", c.max_tokens);
+  if (c.max_cost > 0) line += fmt::format(" --max-cost {}", c.max_cost);
+  if (c.max_time_s > 0) line += fmt::format(" --max-time {}", c.max_time_s);
+  if (!m.record.empty()) line += fmt::format(" --record {}", m.record);
+  if (!m.replay.empty()) line += fmt::format(" --replay {}", m.replay);
+  if (m.replay_match != "exact") line += fmt::format(" --replay-match {}", m.replay_match);
+  if (m.inbox_wait) line += " --inbox-wait";
   return line;
 }
 
-int RunNew(RunArgs args, fs::path* run_dir_out = nullptr, std::string* run_id_out = nullptr) {
-  if (!args.record.empty() && !args.replay.empty()) {
+int RunNew(app::RunConfig config, fs::path* run_dir_out = nullptr,
+           std::string* run_id_out = nullptr) {
+  if (!config.models.record.empty() && !config.models.replay.empty()) {
     fmt::print(stderr, "kforge run: --record and --replay exclude each other\n");
     return kExitUsage;
   }
-  args.task = AbsoluteTaskSpec(args.task);
-  args.reference_impl = Absolute(args.reference_impl);
-  args.replay = Absolute(args.replay);
-  if (!args.record.empty()) args.record = fs::absolute(args.record).lexically_normal().string();
-  for (auto& m : args.models) m = Absolute(m);
+  config.kind = store::RunKind::kRun;
+  config.task = app::AbsoluteTaskSpec(config.task);
+  config.reference_impl = Absolute(config.reference_impl);
+  AbsoluteModelSource(config.models);
   const std::string run_id = NewRunId();
-  const fs::path run_dir = fs::absolute(fs::path(args.runs_dir) / run_id);
+  const fs::path run_dir = fs::absolute(fs::path(config.runs_dir) / run_id);
   if (run_dir_out != nullptr) *run_dir_out = run_dir;
   if (run_id_out != nullptr) *run_id_out = run_id;
-  return RunSynthesis(args, run_dir, run_id, /*resuming=*/false, CommandLine(args), "kforge run");
+  return RunSynthesis(config, run_dir, run_id, /*resuming=*/false, CommandLine(config),
+                      "kforge run");
 }
 
 // Budgets a resume may raise (or set) over the stored configuration; unset = as stored.
@@ -348,96 +269,99 @@ int Resume(const std::string& run_dir_arg, const ResumeOverrides& overrides) {
       return kExitInfra;
     }
     for (const auto& r : *runs) {
-      if (r.kind == store::RunKind::kRun) run = r;
-      if (r.kind == store::RunKind::kE2e) {
-        fmt::print(stderr,
-                   "kforge resume: {} is a `kforge e2e` run, which cannot be resumed yet: run "
-                   "the same kforge e2e command again (answered inbox prompts are not asked "
-                   "again)\n",
-                   run_dir.string());
-        return kExitUsage;
-      }
-      if (r.kind == store::RunKind::kBench) {
-        store->reset();
-        return ResumeBench(
-            run_dir, r,
-            BenchResumeOverrides{overrides.max_tokens, overrides.max_cost, overrides.max_time_s});
+      if (r.kind == store::RunKind::kRun || r.kind == store::RunKind::kBench ||
+          r.kind == store::RunKind::kE2e) {
+        run = r;
       }
     }
   }
   if (!run) {
-    fmt::print(stderr, "kforge resume: {} holds no `kforge run` run\n", run_dir.string());
+    fmt::print(stderr, "kforge resume: {} holds no `kforge run` or `kforge bench` run\n",
+               run_dir.string());
     return kExitUsage;
   }
-  auto args = ParseRunArgs(run->config_json, run_dir.string());
-  if (!args) {
-    fmt::print(stderr, "kforge resume: {}\n", args.error().message);
+  if (run->kind == store::RunKind::kE2e) {
+    fmt::print(stderr,
+               "kforge resume: {} is a `kforge e2e` run, which cannot be resumed yet: run "
+               "the same kforge e2e command again (answered inbox prompts are not asked "
+               "again)\n",
+               run_dir.string());
     return kExitUsage;
   }
-  if (overrides.max_tokens) args->max_tokens = *overrides.max_tokens;
-  if (overrides.max_cost) args->max_cost = *overrides.max_cost;
-  if (overrides.max_time_s) args->max_time_s = *overrides.max_time_s;
-  return RunSynthesis(*args, run_dir, run->id, /*resuming=*/true, run->command_line,
+  // Every resume reads the one run configuration (app/run_config.h, docs/store.md).
+  auto config = app::RunConfig::FromJson(run->config_json, run_dir.string());
+  if (!config) {
+    fmt::print(stderr, "kforge resume: {}\n", config.error().message);
+    return kExitUsage;
+  }
+  if (overrides.max_tokens) config->max_tokens = *overrides.max_tokens;
+  if (overrides.max_cost) config->max_cost = *overrides.max_cost;
+  if (overrides.max_time_s) config->max_time_s = *overrides.max_time_s;
+  if (config->kind == store::RunKind::kBench) {
+    return ResumeBench(*config, run_dir, run->id, run->command_line);
+  }
+  return RunSynthesis(*config, run_dir, run->id, /*resuming=*/true, run->command_line,
                       "kforge resume");
 }
 
 }  // namespace
 
 int RunReplayed(const ReplayRunRequest& request, fs::path* run_dir, std::string* run_id) {
-  RunArgs args;
-  args.task = request.task;
-  args.target = request.target;
-  args.model = request.model;
-  args.replay = request.cassette;
-  args.replay_match = "numbers";
-  args.iterations = request.iterations;
-  args.no_profile = !request.profile;
-  args.runs_dir = request.runs_dir;
-  return RunNew(args, run_dir, run_id);
+  app::RunConfig config;
+  config.task = request.task;
+  config.target = request.target;
+  config.models.model = request.model;
+  config.models.replay = request.cassette;
+  config.models.replay_match = "numbers";
+  config.iterations = request.iterations;
+  config.profile = request.profile;
+  config.runs_dir = request.runs_dir;
+  return RunNew(config, run_dir, run_id);
 }
 
 void AddRunCommand(CLI::App& app) {
-  auto args = std::make_shared<RunArgs>();
+  auto config = std::make_shared<app::RunConfig>();
   auto* cmd = app.add_subcommand(
       "run",
       "Synthesize a kernel for a task: the generation agent writes candidates, the harness checks "
       "them (guardrails, compile, correctness on fresh inputs), failures go back as feedback, and "
       "optimization passes follow the analysis agent's advice. Everything is stored in the run "
-      "directory; `kforge resume RUN_DIR` continues a run that was stopped.\n"
-      "Exit code: 0 a correct kernel, 1 none, 2 bad input, 3 KForge or the toolchain failed.");
-  cmd->add_option("task", args->task,
+      "directory; `kforge resume RUN_DIR` continues a run that was stopped.");
+  cmd->footer(ExitCodesFooter("run"));
+  cmd->add_option("task", config->task,
                   "The task: SUITE.toml#ID, PROBLEM.py, DATASET.jsonl#N or kernelbench:levelL#N")
       ->required();
-  cmd->add_option("-t,--target", args->target, "Target vendor[-device]/model, e.g. cpu/cpp")
+  cmd->add_option("-t,--target", config->target, "Target vendor[-device]/model, e.g. cpu/cpp")
       ->required();
-  cmd->add_option("-m,--model", args->model, "Generation model id (`kforge models` lists them)")
+  cmd->add_option("-m,--model", config->models.model,
+                  "Generation model id (`kforge models` lists them)")
       ->required();
-  cmd->add_option("--analysis-model", args->analysis_model,
+  cmd->add_option("--analysis-model", config->models.analysis_model,
                   "Model id of the analysis agent; default: the generation model");
-  cmd->add_option("--iterations", args->iterations,
+  cmd->add_option("--iterations", config->iterations,
                   "Generation steps per sample (functional, then optimization); 1 = single-shot")
       ->default_val(5)
       ->check(CLI::Range(1, 1000));
-  cmd->add_flag("--no-profile", args->no_profile,
+  cmd->add_flag("!--no-profile", config->profile,
                 "No profile pass before each analysis (default: one where the target has a "
                 "profiler with kernel-level output: ncu on CUDA when installed, else the torch "
                 "profiler on GPUs, OpenCL events on OpenCL)");
-  cmd->add_option("--samples", args->samples, "Independent samples, run concurrently; best kept")
+  cmd->add_option("--samples", config->samples, "Independent samples, run concurrently; best kept")
       ->default_val(1)
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--reference-impl", args->reference_impl,
+  cmd->add_option("--reference-impl", config->reference_impl,
                   "A working implementation for another target, to translate from")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--reference-target", args->reference_target,
+  cmd->add_option("--reference-target", config->reference_target,
                   "The target --reference-impl was written for, e.g. nvidia/cuda");
-  cmd->add_option("--max-tokens", args->max_tokens, "Token budget of the run (input + output)");
-  cmd->add_option("--max-cost", args->max_cost, "Money budget of the run, US dollars");
-  cmd->add_option("--max-time", args->max_time_s, "Wall-time budget of the run, seconds");
-  cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")
+  cmd->add_option("--max-tokens", config->max_tokens, "Token budget of the run (input + output)");
+  cmd->add_option("--max-cost", config->max_cost, "Money budget of the run, US dollars");
+  cmd->add_option("--max-time", config->max_time_s, "Wall-time budget of the run, seconds");
+  cmd->add_option("--runs-dir", config->runs_dir, "Where runs are stored")
       ->default_val("kforge-runs");
-  AddModelSourceOptions(cmd, args.get());
-  cmd->callback([args] {
-    int code = RunNew(*args);
+  AddModelSourceOptions(cmd, &config->models);
+  cmd->callback([config] {
+    int code = RunNew(*config);
     if (code != 0) throw CLI::RuntimeError(code);
   });
 }
@@ -451,6 +375,7 @@ void AddResumeCommand(CLI::App& app) {
       "budget) with its "
       "stored configuration: finished LLM calls are answered from the run's store and finished "
       "evaluations are reused, so nothing is paid for or run twice.");
+  cmd->footer(ExitCodesFooter("resume"));
   cmd->add_option("run_dir", *run_dir, "The run directory, e.g. kforge-runs/run-20250101-...")
       ->required();
   cmd->add_option("--max-tokens", overrides->max_tokens,

@@ -6,11 +6,6 @@
 #include <filesystem>
 #include <random>
 
-#include "kforge/llm/cassette.h"
-#include "kforge/llm/provider_factory.h"
-#include "kforge/llm/registry.h"
-#include "kforge/prompt/measured_text.h"
-
 namespace kforge {
 
 namespace fs = std::filesystem;
@@ -24,73 +19,35 @@ std::string NewRunId() {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
 }
 
-// An existing file named on the command line, made absolute so that a resume from elsewhere
-// finds it; anything else unchanged.
 std::string Absolute(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !fs::exists(path, ec)) return path;
   return fs::absolute(path, ec).lexically_normal().string();
 }
 
-// The providers of the run: replayed from a cassette, or built from the model registry (and
-// recorded into a cassette with --record); every one charges the run's budget.
-Result<Providers> MakeProviders(const ProviderArgs& args, bool resuming,
-                                const std::shared_ptr<llm::Budget>& budget) {
-  const std::string analysis_id = args.analysis_model.empty() ? args.model : args.analysis_model;
-  Providers out;
-  if (!args.replay.empty()) {
-    // With "numbers", the prompts' measured parts (timings, profiles, device facts) may differ
-    // too: a replay on another machine measures differently.
-    auto cassette =
-        llm::Cassette::Load(args.replay,
-                            args.replay_match == "numbers" ? llm::ReplayMatch::kNumbersMayDiffer
-                                                           : llm::ReplayMatch::kExact,
-                            MaskMeasuredText);
-    if (!cassette) return std::unexpected(cassette.error());
-    out.generation = llm::NewBudgetedProvider(
-        std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, args.model)), budget);
-    out.analysis =
-        analysis_id == args.model
-            ? out.generation
-            : std::shared_ptr<llm::Provider>(llm::NewBudgetedProvider(
-                  std::shared_ptr<llm::Provider>(llm::NewReplayProvider(*cassette, analysis_id)),
-                  budget));
-    return out;
-  }
-  std::vector<fs::path> extra(args.models.begin(), args.models.end());
-  auto registry = llm::ModelRegistry::Load(llm::DefaultRegistryPaths(extra));
-  if (!registry) return std::unexpected(registry.error());
-  llm::ProviderFactoryOptions options;
-  options.budget = budget;
-  options.inbox_wait = args.inbox_wait;
-  std::shared_ptr<llm::CassetteWriter> writer;
-  if (!args.record.empty()) {
-    // A resumed run records its new calls beside the first recording instead of truncating it.
-    const std::string path = resuming ? args.record + ".resumed.jsonl" : args.record;
-    auto created = llm::CassetteWriter::Create(path, args.record_note);
-    if (!created) return std::unexpected(created.error());
-    writer = *created;
-    fmt::print("recording LLM calls to {}\n", path);
-  }
-  auto make = [&](const std::string& id) -> Result<std::shared_ptr<llm::Provider>> {
-    auto entry = registry->Find(id);
-    if (!entry) return std::unexpected(entry.error());
-    auto provider = llm::NewProviderForModel(*entry, options);
-    if (!provider) return std::unexpected(provider.error());
-    if (!writer) return *provider;
-    return std::shared_ptr<llm::Provider>(llm::NewRecordingProvider(*provider, writer));
-  };
-  auto generation = make(args.model);
-  if (!generation) return std::unexpected(generation.error());
-  out.generation = *generation;
-  if (analysis_id == args.model) {
-    out.analysis = out.generation;
-  } else {
-    auto analysis = make(analysis_id);
-    if (!analysis) return std::unexpected(analysis.error());
-    out.analysis = *analysis;
-  }
-  return out;
+void AbsoluteModelSource(app::ModelSource& source) {
+  source.replay = Absolute(source.replay);
+  if (!source.record.empty())
+    source.record = fs::absolute(source.record).lexically_normal().string();
+  for (auto& m : source.models) m = Absolute(m);
+}
+
+void AddModelSourceOptions(CLI::App* cmd, app::ModelSource* source) {
+  cmd->add_option("--models", source->models, "Extra model registry files (TOML)");
+  cmd->add_option("--record", source->record, "Record every LLM answer into this cassette (JSONL)");
+  cmd->add_option("--record-note", source->record_note,
+                  "Who answered the recorded calls, and how (kept in the cassette's header)");
+  cmd->add_option("--replay", source->replay,
+                  "Answer every LLM call from this cassette instead of calling a model")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--replay-match", source->replay_match,
+                  "exact: a replayed prompt must equal the recorded one; numbers: numbers, the "
+                  "folders of paths and the measured parts of the prompts (timings, profile "
+                  "summaries, device facts) may differ, as they do between machines")
+      ->default_val("exact")
+      ->check(CLI::IsMember({"exact", "numbers"}));
+  cmd->add_flag("--inbox-wait", source->inbox_wait,
+                "With an inbox model: wait for each answer file instead of stopping");
 }
 
 }  // namespace kforge

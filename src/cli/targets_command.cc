@@ -1,4 +1,5 @@
 #include "targets_command.h"
+#include "exit_codes.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@ void AddTargetsCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "targets", "List every target, whether its toolchain and device are present here, and what "
                  "is missing");
+  cmd->footer(ExitCodesFooter("targets"));
   auto json_out = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json_out, "Print JSON instead of a table");
   cmd->callback([json_out] {

@@ -5,10 +5,13 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -37,7 +40,54 @@ int Park(int fd) { return fd < 0 ? -1 : ::fcntl(fd, F_DUPFD_CLOEXEC, kParkedFdBa
   ::_exit(127);
 }
 
+// What `folder` holds: allocated bytes of its files (st_blocks, so sparse files count what they
+// use) and its number of entries. Unreadable subfolders are skipped (KForge's user reads them
+// when it is root; otherwise the child's own permissions keep it out of what it wrote there).
+struct FolderUse {
+  std::uint64_t bytes = 0;
+  std::uint64_t entries = 0;
+};
+
+FolderUse MeasureFolder(const std::filesystem::path& folder, std::uint64_t max_entries) {
+  FolderUse use;
+  std::error_code ec;
+  auto it = std::filesystem::recursive_directory_iterator(
+      folder, std::filesystem::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st{};
+    if (::lstat(it->path().c_str(), &st) == 0) {
+      use.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    }
+    if (++use.entries > max_entries) break;
+  }
+  return use;
+}
+
+std::string Size(std::uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  return mib >= 1024 ? fmt::format("{:.2f} GiB", mib / 1024) : fmt::format("{:.1f} MiB", mib);
+}
+
 }  // namespace
+
+std::string FolderQuotaWatch::Poll(std::chrono::steady_clock::time_point now) {
+  if (!quota_ || now < next_) return "";
+  const FolderQuota& quota = *quota_;
+  const FolderUse use = MeasureFolder(quota.folder, quota.max_entries);
+  const auto walked = std::chrono::steady_clock::now();
+  next_ = walked + std::max<std::chrono::steady_clock::duration>(std::chrono::milliseconds(100),
+                                                                 (walked - now) * 10);
+  const std::uint64_t max_bytes = quota.max_bytes.load();
+  if (use.entries > quota.max_entries) {
+    return fmt::format("the scratch folder {} held more than {} files and folders, its limit",
+                       quota.folder.string(), quota.max_entries);
+  }
+  if (max_bytes > 0 && use.bytes > max_bytes) {
+    return fmt::format("the scratch folder {} held {}, more than its quota of {}",
+                       quota.folder.string(), Size(use.bytes), Size(max_bytes));
+  }
+  return "";
+}
 
 Result<Pipe> MakePipe() {
   int fds[2];

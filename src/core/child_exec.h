@@ -4,6 +4,9 @@
 #ifndef KFORGE_SRC_CORE_CHILD_EXEC_H_
 #define KFORGE_SRC_CORE_CHILD_EXEC_H_
 
+#include <chrono>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "kforge/core/error.h"
@@ -44,6 +47,21 @@ PreparedExec PrepareExec(const ProcessSpec& spec);
 // Runs in the forked child: only async-signal-safe calls until exec. Never returns.
 [[noreturn]] void ExecChild(const ProcessSpec& spec, const PreparedExec& exec,
                             const ChildDescriptors& fds);
+
+// Watches a child's FolderQuota from its wait loop. Poll walks the folder when a walk is due
+// (every 100 ms or so; less often when a walk is slow: at most a tenth of the time walking) and
+// returns what ProcessResult::limit_exceeded says once a limit is passed, "" otherwise (and
+// always "" without a quota).
+class FolderQuotaWatch {
+ public:
+  FolderQuotaWatch(std::shared_ptr<FolderQuota> quota, std::chrono::steady_clock::time_point now)
+      : quota_(std::move(quota)), next_(now) {}
+  std::string Poll(std::chrono::steady_clock::time_point now);
+
+ private:
+  std::shared_ptr<FolderQuota> quota_;
+  std::chrono::steady_clock::time_point next_;
+};
 
 // SIGKILL to a process group, repeated while members remain (a fork bomb adds members between
 // two kills).

@@ -153,8 +153,11 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessSpec& spe
   const bool has_timeout = spec.timeout.count() > 0;
   const auto timeout_at = start + spec.timeout;
   std::shared_ptr<std::atomic<std::int64_t>> movable = spec.deadline;
+  std::shared_ptr<std::atomic<pid_t>> running_pid = spec.running_pid;
+  if (running_pid) running_pid->store(pid);
   state->drain = std::thread([state, pid, pidfd, out_fd = out->read, err_fd = err->read,
-                              has_timeout, timeout_at, movable, start, stop]() mutable {
+                              has_timeout, timeout_at, movable, running_pid, start, stop,
+                              quota = FolderQuotaWatch(spec.folder_quota, start)]() mutable {
     std::array<char, 65536> chunk{};
     bool exited = false;
     Clock::time_point exited_at{};
@@ -182,6 +185,20 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessSpec& spe
         }
         if (first) KillGroup(pid);
       }
+      if (!exited) {
+        if (std::string over = quota.Poll(now); !over.empty()) {
+          bool first = false;
+          {
+            std::lock_guard lock(state->mu);
+            first = !state->killed;
+            if (first) {
+              state->killed = true;
+              state->result.limit_exceeded = std::move(over);
+            }
+          }
+          if (first) KillGroup(pid);
+        }
+      }
       std::array<pollfd, 3> polled{pollfd{out_fd, POLLIN, 0}, pollfd{err_fd, POLLIN, 0},
                                 pollfd{exited ? -1 : pidfd, POLLIN, 0}};
       ::poll(polled.data(), polled.size(), 20);
@@ -202,6 +219,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessSpec& spe
       }
     }
     KillGroup(pid);  // leftovers: background processes, forks of threads
+    if (running_pid) running_pid->store(0);
     CloseFd(out_fd);
     CloseFd(err_fd);
     std::lock_guard lock(state->mu);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -47,8 +48,11 @@ Result<std::string> ReadFile(const fs::path& path) {
 
 Status WriteFile(const fs::path& path, std::string_view contents) {
   if (path.has_parent_path()) KFORGE_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
+  // One temporary name per write, so that writers of one path in this process (threads) or in
+  // others never rename each other's file away; the last rename wins.
+  static std::atomic<unsigned long> writes{0};
   fs::path tmp = path;
-  tmp += fmt::format(".tmp{}", ::getpid());
+  tmp += fmt::format(".tmp{}.{}", ::getpid(), writes.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
@@ -69,6 +73,17 @@ Status MakeDirs(const fs::path& path) {
   fs::create_directories(path, ec);
   if (ec) return IoError(fmt::format("cannot create directory {}: {}", path.string(), ec.message()));
   return Ok();
+}
+
+fs::path KforgeCacheDir() {
+  if (const char* dir = std::getenv("KFORGE_CACHE_DIR"); dir != nullptr && *dir != '\0') {
+    return fs::path(dir);
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return fs::path(xdg) / "kforge";
+  }
+  const char* home = std::getenv("HOME");
+  return fs::path(home != nullptr ? home : "/tmp") / ".cache" / "kforge";
 }
 
 fs::path KforgeHome() {

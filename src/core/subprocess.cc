@@ -113,6 +113,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   CloseFd(in.read);
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins the race
   res.state = ProcessState::kRunning;
+  if (spec.running_pid) spec.running_pid->store(pid);
   CloseFd(out->write);
   CloseFd(err->write);
   CloseFd(result.write);
@@ -122,6 +123,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   if (::read(exec_err->read, &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
     CloseFd(exec_err->read);
     ::waitpid(pid, nullptr, 0);
+    if (spec.running_pid) spec.running_pid->store(0);
     CloseFd(out->read);
     CloseFd(err->read);
     CloseFd(result.read);
@@ -147,6 +149,8 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   const auto deadline = start + spec.timeout;
   bool exited = false;
   bool killed = false;
+  bool over_limit = false;  // killed for its folder quota (res.limit_exceeded)
+  FolderQuotaWatch quota(spec.folder_quota, start);
   int wait_status = 0;
   rusage usage{};
   Clock::time_point exited_at{};
@@ -176,6 +180,13 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
       KillGroup(pid);
       killed = true;
     }
+    if (!exited && !killed && !over_limit) {
+      if (std::string over = quota.Poll(now); !over.empty()) {
+        res.limit_exceeded = std::move(over);
+        KillGroup(pid);
+        over_limit = true;
+      }
+    }
     int poll_ms = 20;
     if (any_open) {
       ::poll(fds.data(), fds.size(), poll_ms);
@@ -204,6 +215,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
     }
   }
   KillGroup(pid);  // leftovers: background processes, threads' forks
+  if (spec.running_pid) spec.running_pid->store(0);
   CloseFd(out->read);
   CloseFd(err->read);
   CloseFd(result.read);

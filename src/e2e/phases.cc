@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/files.h"
+#include "kforge/core/host_gate.h"
 #include "kforge/core/log.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/target/probe.h"
@@ -56,7 +57,11 @@ Result<json> RunPhase(const std::string& name, const json& job, const PhaseRun& 
   spec.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(run.timeout);
   spec.result_pipe = true;
   spdlog::info("e2e {}: {}", name, fmt::join(spec.argv, " "));
+  // Both phases time the model: no compile of this or another KForge process runs beside them.
+  auto gate = HostGate::Default().Timing(job.value("device", std::string("cpu")));
+  if (!gate) return std::unexpected(gate.error());
   auto process = RunProcess(spec);
+  gate = HostGate::Lease();
   if (!process) return std::unexpected(process.error());
   (void)WriteFile(log_file, process->stdout_text + process->stderr_text);
   if (process->state == ProcessState::kTimedOut) {

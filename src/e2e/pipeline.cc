@@ -6,9 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/files.h"
-#include "kforge/profile/profiler.h"
-#include "kforge/prompt/candidate_format.h"
 #include "kforge/synth/synthesizer.h"
+#include "kforge/target/backend.h"
 #include "kforge/task/task.h"
 
 namespace kforge::e2e {
@@ -50,15 +49,13 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
   s.task = *task;
   s.stream_prefix = site.name + "/";
   s.best_dir = setup.phase.dir / "best" / site.name;
-  if (setup.profile_pass) {
-    s.profile_summary = profile::MakeSummaryProfiler(*setup.compiler, setup.eval_options, s.task,
-                                                     *setup.synthesis.backend,
-                                                     setup.phase.dir / "profiles" / site.name);
-  }
+  if (setup.complete_synthesis) setup.complete_synthesis(s.task, s);
   auto result = synth::Synthesizer(std::move(s)).Run();
   if (!result) return std::unexpected(result.error());
   out.steps = result->steps;
-  out.interrupted = result->interrupted;
+  // Any failed LLM call leaves the site unfinished (a permanent one too: e2e runs again whole).
+  out.interrupted = result->interrupted || result->call_failure.has_value();
+  out.awaiting_answer = result->awaiting_answer;
   out.stop_reason = result->stop_reason;
   if (!result->best_path.empty() && result->best && result->best->correct()) {
     out.correct = true;
@@ -70,7 +67,7 @@ Result<SiteOutcome> SynthesizeStep(const E2eSetup& setup, const Site& site,
 
 // Step 3: the winner built into e2e/kernels/<site>.<so>, where its ABI allows integration.
 void BuildStep(const E2eSetup& setup, SiteOutcome& site) {
-  const CandidateFormat& format = CandidateFormatOf(setup.synthesis.backend->target().model);
+  const CandidateFormat& format = setup.synthesis.backend->format();
   if (format.kind != CandidateKind::kNative) {
     site.not_integrated = fmt::format(
         "{} kernels are Python modules (ModelNew); kforge e2e integrates native C-ABI kernels "
@@ -155,6 +152,7 @@ Result<E2eOutcome> RunE2e(E2eSetup setup) {
     auto synthesized = SynthesizeStep(setup, site, *policy);
     if (!synthesized) return std::unexpected(synthesized.error());
     if (synthesized->interrupted) outcome.interrupted = true;
+    if (synthesized->awaiting_answer) outcome.awaiting_answer = true;
     if (synthesized->correct) {
       Step(setup, fmt::format("building the kernel of {}", site.name));
       BuildStep(setup, *synthesized);

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "kforge/eval/timing.h"
 
@@ -13,17 +15,29 @@ std::string Percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fra
 
 void ProfileSection(const Profile& p, std::string& out) {
   out += fmt::format("Model: {} (policy {})\n", p.implementation, p.policy);
-  out += fmt::format("\nWhere a decode step's time goes (instrumented pass, batch {}):\n",
-                     p.task_batch_size);
-  out += fmt::format("  {:>4}  {:<24} {:>9} {:>7}  {}\n", "rank", "site", "instances", "share",
-                     "task");
-  for (const Site& s : p.sites) {
-    auto share = s.share.find(p.task_batch_size);
-    std::string task = s.selected      ? s.task_file.filename().string()
-                       : s.extractable ? "-"
-                                       : "not extractable: " + s.reason;
-    out += fmt::format("  {:>4}  {:<24} {:>9} {:>7}  {}\n", s.rank, s.name, s.instances.size(),
-                       share == s.share.end() ? "-" : Percent(share->second), task);
+  // Rows in rank order, with the figure the rank is taken from (time per decode step summed over
+  // the batch sizes) beside the share at the task's batch size.
+  std::string batches;
+  for (int b : p.batch_sizes) batches += fmt::format("{}{}", batches.empty() ? "" : ", ", b);
+  out += fmt::format(
+      "\nWhere a decode step's time goes (instrumented pass; ranked by time per step summed over "
+      "batch sizes {}):\n",
+      batches.empty() ? "-" : batches);
+  const std::string share_title = fmt::format("share@{}", p.task_batch_size);
+  out += fmt::format("  {:>4}  {:<24} {:>9} {:>10} {:>9}  {}\n", "rank", "site", "instances",
+                     "time/step", share_title, "task");
+  std::vector<const Site*> ranked;
+  for (const Site& s : p.sites) ranked.push_back(&s);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Site* a, const Site* b) { return a->rank < b->rank; });
+  for (const Site* s : ranked) {
+    auto share = s->share.find(p.task_batch_size);
+    std::string task = s->selected      ? s->task_file.filename().string()
+                       : s->extractable ? "-"
+                                        : "not extractable: " + s->reason;
+    out += fmt::format("  {:>4}  {:<24} {:>9} {:>10} {:>9}  {}\n", s->rank, s->name,
+                       s->instances.size(), FormatSeconds(s->total_seconds),
+                       share == s->share.end() ? "-" : Percent(share->second), task);
   }
 }
 

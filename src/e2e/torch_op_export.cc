@@ -104,7 +104,28 @@ def patch(model):
     return torch_op.patch(model, sites(), kernels, f"{package}_{{_patches}}")
 )PY";
 
+// `text`'s lines indented by four spaces (a Markdown code block).
+std::string Indented(const std::string& text) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    out += "    " + text.substr(start, end == std::string::npos ? std::string::npos : end - start) + "\n";
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string InstallCommands(const std::filesystem::path& package_dir) {
+  return fmt::format(
+      "python3 -m venv --system-site-packages venv   # sees the installed torch; Debian's system "
+      "Python refuses pip installs (PEP 668)\n"
+      "venv/bin/pip install --no-build-isolation --no-index {}\n",
+      package_dir.string());
+}
 
 Result<std::string> ExportTorchOp(const ExportRequest& request) {
   const fs::path sites_file = request.run_dir / "e2e" / "sites.json";
@@ -195,13 +216,14 @@ Result<std::string> ExportTorchOp(const ExportRequest& request) {
       "run `{}` for `{}` by `kforge export --as torch-op`. Sites: {}.\n\n"
       "Install (torch must already be installed; the build step compiles the kernels with "
       "`{}`):\n\n"
-      "    pip install --no-build-isolation .\n\nUse:\n\n    import {}\n"
+      "{}\nUse:\n\n    import {}\n"
       "    handle = {}.patch(model)   # after model.to(device, dtype)\n\n"
       "Each site's modules then call a custom operator (torch.library) that runs the kernel, with "
       "a fake implementation so that torch.compile traces around it. The patched model's "
       "equivalence with the original was measured by `kforge e2e` (e2e/result.json of the run).\n",
       dist, model_file, doc.value("config", ""), doc.value("implementation", ""), run_id,
-      doc.value("target", ""), names, (*compile)[0].get<std::string>(), package, package);
+      doc.value("target", ""), names, (*compile)[0].get<std::string>(),
+      Indented(InstallCommands(".")), package, package);
   const auto init =
       fmt::format(fmt::runtime(kInitPy), fmt::arg("model_file", model_file),
                   fmt::arg("config", doc.value("config", "")), fmt::arg("run_id", run_id),

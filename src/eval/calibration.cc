@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kforge/core/files.h"
+#include "kforge/core/host_gate.h"
 #include "kforge/eval/compile_service.h"
 #include "runner_process.h"
 
@@ -135,8 +136,15 @@ Result<Calibration> MeasureCalibration(const Backend& backend, const std::string
       .preload = "",
       .deadline = nullptr,
       .timeout = std::chrono::seconds(600),
-      .wrapper = {}};
+      .wrapper = {},
+      .sandbox = options.sandbox,
+      .scratch_quota = nullptr,
+      .pid = nullptr};
+  // The ceilings are timed: no compile beside them on this host.
+  auto gate = HostGate::Default().Timing(backend.RunnerDevice());
+  if (!gate) return std::unexpected(gate.error());
   auto run = RunRunner(launch, *runner_dir, scratch, policy, ResourceLimits{}, {});
+  gate = HostGate::Lease();
   std::error_code ec;
   fs::remove_all(scratch, ec);
   if (!run) return std::unexpected(run.error());

@@ -28,6 +28,7 @@
 #include "native_harness.h"
 #include "runner_process.h"
 #include "runner_protocol.h"
+#include "timed_phase.h"
 #include "timing_judgement.h"
 #include "work_slot.h"
 
@@ -78,6 +79,11 @@ std::string Tail(const std::string& text, std::size_t max_lines = 25) {
 void ClassifyDeath(const ProcessResult& p, std::chrono::seconds timeout, std::string_view phase,
                    Verdict& v) {
   v.diagnostics = Tail(p.stderr_text);
+  if (!p.limit_exceeded.empty()) {  // KForge stopped it for a limit it watches
+    v.status = EvalStatus::kResourceLimit;
+    v.message = fmt::format("the {} was stopped: {}", phase, p.limit_exceeded);
+    return;
+  }
   if (p.state == ProcessState::kTimedOut) {
     v.status = p.cancelled ? EvalStatus::kInfraError : EvalStatus::kTimeout;
     v.message = p.cancelled ? "cancelled"
@@ -192,10 +198,15 @@ Result<SlotConfig> Evaluator::ConfigFor(const Backend& backend) {
                     .uses_accelerator = backend.UsesAccelerator(),
                     .memory_limit_bytes = options_.memory_limit_bytes,
                     .process_limit = options_.process_limit,
+                    .tmp_bytes = options_.tmp_bytes,
+                    .shm_bytes = options_.shm_bytes,
+                    .scratch_quota_bytes = options_.scratch_quota_bytes,
+                    .open_files = options_.open_files,
                     .keep = options_.keep_work_dir,
                     .max_wait = std::chrono::seconds(1800),
                     .harness = {},
-                    .warm_candidate = true};
+                    .warm_candidate = true,
+                    .sandbox = options_.sandbox};
   if (const auto native = NativeHarnessOf(backend); native && NativeHarnessWanted(options_)) {
     auto binary = HarnessBinary(native->adapter);
     if (!binary) return std::unexpected(binary.error());
@@ -345,6 +356,23 @@ struct Evaluator::Steps {
   std::optional<CandidateAnswer> probe;  // the address probe (trial 1 in trial 0's buffers)
   std::optional<CandidateResult> legacy;  // the Python runner's candidate phase
 
+  // The candidate's process (its harness, or its Python runner once started): not load while
+  // the reference's baselines are timed. 0 when none runs yet.
+  pid_t CandidatePid() const {
+    if (harness) return harness->pid();
+    return slot->candidate_pid();
+  }
+  static std::vector<pid_t> Pids(std::initializer_list<pid_t> pids) {
+    std::vector<pid_t> out;
+    for (pid_t p : pids) if (p > 0) out.push_back(p);
+    return out;
+  }
+
+  // The sandbox every process of this evaluation starts in.
+  std::shared_ptr<const Sandbox> Sandboxes() const {
+    return options.sandbox ? options.sandbox : DefaultSandbox();
+  }
+
   void Mark(const char* step) {
     const auto now = SteadyClock::now();
     const double seconds = std::chrono::duration<double>(now - last_mark).count();
@@ -447,9 +475,7 @@ struct Evaluator::Steps {
     if (!k) return Infra(k.error());
     kind = *k;
     v.candidate_kind = std::string(CandidateKindName(kind));
-    compat = kind == CandidateKind::kModule && (backend.target().model == ProgrammingModel::kCuda ||
-                                                backend.target().model == ProgrammingModel::kCpp ||
-                                                backend.target().model == ProgrammingModel::kHip);
+    compat = backend.IsKernelBenchCompat(kind);
     v.mode = compat ? "kernelbench-compat" : "kforge";
     if (compat && !options.policy) {
       // KernelBench's own rule is torch.allclose at atol = rtol = 1e-2: the compatibility mode
@@ -477,7 +503,7 @@ struct Evaluator::Steps {
       guard.allow_reference_ops = options.allow_reference_ops || compat;
       guard.task_low_precision = TaskUsesLowPrecision(task.source);
       guard.task_dimensions = TaskDimensions(task);
-      const GuardrailReport report = CheckCandidate(source, backend.target().model, kind, guard);
+      const GuardrailReport report = CheckCandidate(source, backend.traits().static_rules, kind, guard);
       v.guardrail_flags = report.FlagLines();
       if (report.rejected()) {
         v.status = EvalStatus::kGuardrail;
@@ -558,7 +584,15 @@ struct Evaluator::Steps {
       }
     }
     Mark("prepare_reference");
+    // A timed phase holds the host's gate (no compile on this host beside it; this evaluation's
+    // own compile finishes first) and watches the load (src/eval/timed_phase.h).
+    auto phase = TimedPhase::Begin(options.time, backend.RunnerDevice(), slot->reference().pid(),
+                                   Pids({CandidatePid()}), stop);
+    if (!phase) return Infra(phase.error());
+    if (options.time) Mark("host_gate_reference");
     auto ref_run = slot->reference().Run(ReferenceJobJson(ref_job), options.reference_timeout, stop);
+    phase->End(ref_run ? std::optional(ref_run->process.cpu_seconds) : std::nullopt, v,
+               v.reference_load);
     if (!ref_run) return Infra(ref_run.error());
     v.reference_seconds = slot->reference().seconds_since_job();
     Mark("reference");
@@ -681,7 +715,7 @@ struct Evaluator::Steps {
     if (!hello) return HarnessFailed(hello.error(), "starting");
     v.observed_isolation = hello->observed_isolation_json;
     harness_environment = hello->environment_json;
-    v.isolation = DefaultSandbox()->isolation(SandboxPolicy{}).Describe() +
+    v.isolation = Sandboxes()->isolation(SandboxPolicy{}).Describe() +
                   fmt::format("; harness {}, freeze by {}", hello->harness,
                               FreezeMethodName(harness->freeze_method()));
     if (options.time) {
@@ -699,7 +733,13 @@ struct Evaluator::Steps {
       std::vector<std::string> modes = {native->check_mode};
       if (native->sample_mode != native->check_mode) modes.push_back(native->sample_mode);
       if (native->sample_mode == "cold") modes.push_back("warm");
+      // The empty samples are timings too (every later sample has their median subtracted):
+      // they hold the host's gate and their load is watched like the candidate's.
+      auto phase = TimedPhase::Begin(true, backend.RunnerDevice(), harness->pid(),
+                                     Pids({slot->reference().pid()}), stop);
+      if (!phase) return Infra(phase.error());
       auto cost = MeasureProtocolCost(*harness, static_cast<int>(sets.size()), modes, 15);
+      phase->End(std::nullopt, v, v.candidate_load);
       if (!cost) return HarnessFailed(cost.error(), "measuring the protocol's cost");
       protocol_cost = std::move(*cost);
     }
@@ -812,6 +852,7 @@ struct Evaluator::Steps {
     job.artifact = artifact;
     if (kind != CandidateKind::kNative) job.source_file = candidate_file;
     job.opencl_platform = backend.OpenClPlatform();
+    job.stream_handle = std::string(StreamHandleName(backend.traits().stream));
     job.init_seed = ref_job.init_seed;
     job.inputs_dir = slot->inputs_dir();
     job.outputs_dir = slot->cand_dir();
@@ -819,13 +860,37 @@ struct Evaluator::Steps {
       job.expected_outputs.push_back(reference.trials[k].outputs);
     }
     if (options.time) job.timing = options.timing;
+    // The runner writes every trial's outputs (and the address probe's) into the candidate's
+    // scratch folder: they do not count against the candidate's quota.
+    std::uint64_t output_bytes = 0;
+    std::uint64_t largest_trial = 0;
+    for (std::size_t k = 0; k < correctness_trials; ++k) {
+      std::uint64_t trial_bytes = 0;
+      for (const auto& o : reference.trials[k].outputs) {
+        trial_bytes += static_cast<std::uint64_t>(o.numel()) *
+                       static_cast<std::uint64_t>(std::max(DtypeSize(o.dtype), 1));
+      }
+      output_bytes += trial_bytes;
+      largest_trial = std::max(largest_trial, trial_bytes);
+    }
+    // The address probe writes one more trial's worth; file headers and metadata get the slack.
+    slot->AllowCandidateOutputs(output_bytes + largest_trial + (64ull << 20));
     const auto timeout = kind == CandidateKind::kModule ? options.module_timeout : options.candidate_timeout;
     Mark("prepare_candidate");
+    auto phase = TimedPhase::Begin(options.time, backend.RunnerDevice(), slot->candidate().pid(),
+                                   Pids({slot->reference().pid()}), stop);
+    if (!phase) return Infra(phase.error());
+    if (options.time) Mark("host_gate_candidate");
     auto run = slot->candidate().Run(CandidateJobJson(job), timeout, stop);
+    phase->End(run ? std::optional(run->process.cpu_seconds) : std::nullopt, v, v.candidate_load);
     if (!run) return Infra(run.error());
     v.candidate_seconds = slot->candidate().seconds_since_job();
     Mark("candidate");
-    v.isolation = DefaultSandbox()->isolation(slot->candidate().policy()).Describe();
+    v.isolation = Sandboxes()->isolation(slot->candidate().policy()).Describe();
+    if (!run->process.limit_exceeded.empty()) {
+      ClassifyDeath(run->process, timeout, "candidate", v);
+      return false;
+    }
     if (!run->channel_problem.empty()) {
       return DynamicGuardrail("[result-channel] " + run->channel_problem,
                               Tail(run->process.stderr_text));
@@ -1005,7 +1070,15 @@ struct Evaluator::Steps {
     if (env.is_object() && env.contains("max_sm_mhz") && env["max_sm_mhz"].is_number_integer()) {
       request.max_sm_mhz = env["max_sm_mhz"].get<int>();
     }
+    auto phase = TimedPhase::Begin(true, backend.RunnerDevice(), harness->pid(),
+                                   Pids({slot->reference().pid()}), stop);
+    if (!phase) {
+      Infra(phase.error());
+      return;
+    }
+    Mark("host_gate_candidate");
     const HarnessTimingOutcome t = TimeThroughHarness(*harness, timed_sets, protocol_cost, request);
+    phase->End(std::nullopt, v, v.candidate_load);
     v.candidate_seconds = SecondsSince(harness_start);
     Mark("timing");
     if (!t.findings.empty()) {

@@ -73,6 +73,11 @@ std::vector<std::string> GuardrailReport::FlagLines() const {
 
 GuardrailReport CheckCandidate(std::string_view source, ProgrammingModel model, CandidateKind kind,
                                const GuardrailOptions& options) {
+  return CheckCandidate(source, TraitsOf(model).static_rules, kind, options);
+}
+
+GuardrailReport CheckCandidate(std::string_view source, const StaticRuleSet& rules,
+                               CandidateKind kind, const GuardrailOptions& options) {
   Findings findings(options);
   if (kind == CandidateKind::kNative) {
     const auto tokens = MergeNames(LexC(source, 1), true);
@@ -82,7 +87,7 @@ GuardrailReport CheckCandidate(std::string_view source, ProgrammingModel model, 
     return findings.Report();
   }
   const auto tokens = MergeNames(LexPython(source), false);
-  CheckPythonRules(tokens, model, kind, findings);
+  CheckPythonRules(tokens, rules, kind, findings);
   CheckStringRules(tokens, Lang::kPython, findings);
   CheckHardcodedShapes(tokens, findings);
   // Strings holding C code are scanned as C, at their own line numbers: the OpenCL SOURCE (every

@@ -81,6 +81,7 @@ Result<std::unique_ptr<HarnessSession>> HarnessSession::Start(const HarnessLaunc
   std::unique_ptr<HarnessSession> s(new HarnessSession());
   s->max_wait_ = launch.max_wait;
   s->sandboxed_ = launch.sandboxed;
+  s->sandbox_ = launch.sandbox ? launch.sandbox : DefaultSandbox();
   auto arena = Arena::Create(0);
   if (!arena) return std::unexpected(arena.error());
   s->arena_ = std::move(*arena);
@@ -96,6 +97,7 @@ Result<std::unique_ptr<HarnessSession>> HarnessSession::Start(const HarnessLaunc
   spec.argv.insert(spec.argv.end(), launch.argv.begin(), launch.argv.end());
   spec.env = launch.env;
   spec.limits = launch.limits;
+  spec.folder_quota = launch.folder_quota;
   spec.inherit_fds = {s->channel_->child_fd(), s->arena_->fd()};
   spec.cgroup_procs = s->freezer_->procs_file();
   s->deadline_ = std::make_shared<std::atomic<std::int64_t>>(
@@ -108,7 +110,7 @@ Result<std::unique_ptr<HarnessSession>> HarnessSession::Start(const HarnessLaunc
   if (const std::filesystem::path program = launch.argv.front(); program.is_absolute()) {
     policy.visible_paths.push_back(program.parent_path());
   }
-  ProcessSpec wrapped = launch.sandboxed ? DefaultSandbox()->Wrap(std::move(spec), policy)
+  ProcessSpec wrapped = launch.sandboxed ? s->sandbox_->Wrap(std::move(spec), policy)
                                          : std::move(spec);
   if (!launch.sandboxed && launch.policy.drop_privileges && ::geteuid() == 0) {
     wrapped.uid = kUnprivilegedUid;
@@ -152,7 +154,7 @@ HarnessProblem HarnessSession::Ended(HarnessProblem::Kind kind, std::string mess
   if (!r) freezer_->KillAll();
   p.process = r ? *r : child_->Kill(kind == HarnessProblem::Kind::kTimedOut);
   // A sandbox wrapper reports its child's signal as an exit code: the harness's own end.
-  if (sandboxed_) DefaultSandbox()->UnwrapResult(p.process);
+  if (sandboxed_) sandbox_->UnwrapResult(p.process);
   p.diagnostics = p.process.stderr_text;
   return p;
 }

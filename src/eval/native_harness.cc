@@ -3,15 +3,16 @@
 namespace kforge {
 
 std::optional<NativeHarness> NativeHarnessOf(const Backend& backend) {
+  const std::string stream(StreamHandleName(backend.traits().stream));
   switch (backend.target().model) {
     case ProgrammingModel::kCpp:
-      return NativeHarness{"cpu", "none", "cpu", "cpu"};
+      return NativeHarness{"cpu", stream, "cpu", "cpu"};
     case ProgrammingModel::kCuda:
-      return NativeHarness{"cuda", "cuda-stream", "cold", "host"};
+      return NativeHarness{"cuda", stream, "cold", "host"};
     case ProgrammingModel::kHip:
-      return NativeHarness{"hip", "hip-stream", "cold", "host"};
+      return NativeHarness{"hip", stream, "cold", "host"};
     case ProgrammingModel::kSycl:
-      return NativeHarness{"sycl", "sycl-queue", "warm", "host"};
+      return NativeHarness{"sycl", stream, "warm", "host"};
     default:
       return std::nullopt;
   }

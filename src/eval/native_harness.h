@@ -1,6 +1,6 @@
-// Which kforge-harness adapter runs a backend's native candidates, and which stream handle the
-// candidate gets (runner/HARNESS.md `load`). Internal to src/eval; the backend's own stream
-// handle kind belongs in Backend once it has one (docs/ARCHITECTURE.md).
+// Which kforge-harness adapter runs a backend's native candidates, and how they are timed
+// (runner/HARNESS.md `load`, `sample`). The stream handle the candidate gets is the backend's
+// own (`Backend::traits().stream`). Internal to src/eval.
 #ifndef KFORGE_SRC_EVAL_NATIVE_HARNESS_H_
 #define KFORGE_SRC_EVAL_NATIVE_HARNESS_H_
 
@@ -13,8 +13,8 @@ namespace kforge {
 
 struct NativeHarness {
   std::string adapter;        // cpu, cuda, hip, sycl: kforge-harness-<adapter>
-  std::string stream_handle;  // none, cuda-stream, hip-stream, sycl-queue
-  std::string sample_mode;    // the headline timing mode: cpu, cold
+  std::string stream_handle;  // StreamHandleName(backend.traits().stream)
+  std::string sample_mode;    // the headline timing mode: cpu, cold, warm
   std::string check_mode;     // the clock check's mode: cpu, host
 };
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "file_modes.h"
@@ -41,7 +40,8 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                     .keep = options.keep_work_dir,
                     .max_wait = std::chrono::seconds(1800),
                     .harness = {},
-                    .warm_candidate = true};  // profiled in the Python runner's profile phase
+                    .warm_candidate = true,  // profiled in the Python runner's profile phase
+                    .sandbox = options.sandbox};
   auto slot = WorkSlot::Prepare(config);
   if (!slot) return std::unexpected(slot.error());
   WorkSlot& s = **slot;
@@ -112,31 +112,27 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
     fs::permissions(artifact, kReadable, ec);
   }
 
-  // The profile job: a candidate job with the runner's profile object.
-  CandidateJob cand_job;
+  // The profile job: the candidate's job with the runner's profile request.
+  ProfileJob profile_job;
+  CandidateJob& cand_job = profile_job.candidate;
   cand_job.task_file = s.task_file();
   cand_job.task = &task;
   cand_job.device = backend.RunnerDevice();
   cand_job.kind = kind_name;
-  const bool native_model = backend.target().model == ProgrammingModel::kCuda ||
-                            backend.target().model == ProgrammingModel::kCpp ||
-                            backend.target().model == ProgrammingModel::kHip;
-  cand_job.backend = kind_name == "module" && (native_model || request.reference)
-                         ? "kernelbench"
-                         : backend.RunnerBackendName();
+  const bool compat = kind_name == "module" && backend.traits().kernelbench_compat;
+  cand_job.backend = compat || request.reference ? "kernelbench" : backend.RunnerBackendName();
   cand_job.artifact = artifact;
   if (kind_name != "native") cand_job.source_file = candidate_file;
   cand_job.opencl_platform = backend.OpenClPlatform();
+  cand_job.stream_handle = std::string(StreamHandleName(backend.traits().stream));
   cand_job.init_seed = ref_job.init_seed;
   cand_job.inputs_dir = s.inputs_dir();
   cand_job.outputs_dir = s.cand_dir();
   for (const auto& t : reference->trials) cand_job.expected_outputs.push_back(t.outputs);
   const fs::path profile_dir = s.cand_dir() / "profile";
-  nlohmann::json job = nlohmann::json::parse(CandidateJobJson(cand_job));
-  job["phase"] = "profile";
-  job["profile"] = {{"tool", request.runner_tool},
-                    {"calls", request.calls},
-                    {"output_dir", profile_dir.string()}};
+  profile_job.tool = request.runner_tool;
+  profile_job.calls = request.calls;
+  profile_job.output_dir = profile_dir;
 
   // A fresh runner (not a warm one): the wrapper must start it.
   SandboxPolicy policy;
@@ -152,12 +148,16 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
   if (!config.uses_accelerator) limits.address_space_bytes = config.memory_limit_bytes;
   limits.processes = config.process_limit;
   limits.file_size_bytes = 16ull << 30;
-  RunnerLaunch launch{.job_file = s.work() / "profile-job.json",
-                      .job_json = job.dump(),
-                      .preload = "",
-                      .deadline = nullptr,
-                      .timeout = request.timeout,
-                      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{}};
+  RunnerLaunch launch{
+      .job_file = s.work() / "profile-job.json",
+      .job_json = ProfileJobJson(profile_job),
+      .preload = "",
+      .deadline = nullptr,
+      .timeout = request.timeout,
+      .wrapper = request.wrapper ? request.wrapper(profile_dir) : std::vector<std::string>{},
+      .sandbox = options.sandbox,
+      .scratch_quota = nullptr,
+      .pid = nullptr};
   fs::create_directories(profile_dir, ec);
   if (::geteuid() == 0 && !request.keep_privileges) {
     [[maybe_unused]] const int rc =
@@ -172,13 +172,9 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                      : fmt::format("died (exit code {}, signal {})", run->process.exit_code,
                                    run->process.term_signal);
   } else {
-    auto result = nlohmann::json::parse(run->process.result_text, nullptr, false);
-    if (result.is_discarded() || !result.is_object()) {
-      out.status = "malformed_result";
-    } else {
-      out.status = result.value("status", "malformed_result");
-      out.diagnostics = result.value("diagnostics", "");
-    }
+    const ProfileResult result = ParseProfileResult(run->process.result_text);
+    out.status = result.status;
+    out.diagnostics = result.diagnostics;
   }
   // Whatever the profiled process and the wrapper wrote comes out, even after a failure.
   fs::create_directories(request.output_dir, ec);

@@ -200,16 +200,19 @@ Result<RunnerRun> RunRunner(const RunnerLaunch& launch, const fs::path& runner_d
   spec.deadline = launch.deadline;
   spec.limits = limits;
   spec.result_pipe = true;
+  spec.folder_quota = launch.scratch_quota;
+  spec.running_pid = launch.pid;
   auto start = SteadyClock::now();
   SandboxPolicy with_site = policy;
   for (const auto& extra : ExtraRunnerPythonPath()) with_site.visible_paths.push_back(extra);
   // The sandbox gives the runner a private, empty /tmp: an interpreter installed there (a venv
   // in /tmp, as CI jobs often make) would be missing inside it ("execvp ...: No such file").
   with_site.visible_paths.push_back(InterpreterHome(RunnerPython()));
-  auto wrapped = DefaultSandbox()->Wrap(std::move(spec), with_site);
+  const std::shared_ptr<const Sandbox> sandbox = launch.sandbox ? launch.sandbox : DefaultSandbox();
+  auto wrapped = sandbox->Wrap(std::move(spec), with_site);
   auto r = RunProcess(wrapped, stop);
   if (!r) return std::unexpected(r.error());
-  DefaultSandbox()->UnwrapResult(*r);
+  sandbox->UnwrapResult(*r);
   RunnerRun run{
       std::move(*r), {}, std::chrono::duration<double>(SteadyClock::now() - start).count()};
   if (!run.process.result_text.empty()) {

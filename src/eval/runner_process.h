@@ -46,6 +46,9 @@ struct RunnerLaunch {
   std::shared_ptr<std::atomic<std::int64_t>> deadline;  // movable deadline (warm start)
   std::chrono::seconds timeout{0};
   std::vector<std::string> wrapper;  // put before the runner's command line (a profiler)
+  std::shared_ptr<const Sandbox> sandbox;  // the sandbox it starts in; null: DefaultSandbox()
+  std::shared_ptr<FolderQuota> scratch_quota;  // null: the scratch folder has no quota
+  std::shared_ptr<std::atomic<pid_t>> pid;     // the process's pid while it runs (may be null)
 };
 
 struct RunnerRun {

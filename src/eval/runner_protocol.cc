@@ -199,7 +199,8 @@ std::string ReferenceJobJson(const ReferenceJob& job) {
   return j.dump(2);
 }
 
-std::string CandidateJobJson(const CandidateJob& job) {
+// The candidate job as the `phase` phase's job object.
+json CandidateJobObject(const CandidateJob& job, const char* phase) {
   json trials = json::array();
   for (std::size_t k = 0; k < job.expected_outputs.size(); ++k) {
     json outputs = json::array();
@@ -212,8 +213,9 @@ std::string CandidateJobJson(const CandidateJob& job) {
   if (!job.artifact.empty()) candidate["artifact"] = job.artifact.string();
   if (!job.source_file.empty()) candidate["source_file"] = job.source_file.string();
   if (!job.opencl_platform.empty()) candidate["opencl_platform"] = job.opencl_platform;
+  if (!job.stream_handle.empty()) candidate["stream_handle"] = job.stream_handle;
   json j = {{"protocol", kRunnerProtocolVersion},
-            {"phase", "candidate"},
+            {"phase", phase},
             {"task", TaskJson(job.task_file, *job.task)},
             {"device", job.device},
             {"candidate", candidate},
@@ -221,8 +223,31 @@ std::string CandidateJobJson(const CandidateJob& job) {
             {"inputs_dir", job.inputs_dir.string()},
             {"outputs_dir", job.outputs_dir.string()},
             {"trials", trials}};
+  return j;
+}
+
+std::string CandidateJobJson(const CandidateJob& job) {
+  json j = CandidateJobObject(job, "candidate");
   if (job.timing) j["timing"] = TimingOptionsJson(*job.timing);
   return j.dump(2);
+}
+
+std::string ProfileJobJson(const ProfileJob& job) {
+  json j = CandidateJobObject(job.candidate, "profile");
+  j["profile"] = {
+      {"tool", job.tool}, {"calls", job.calls}, {"output_dir", job.output_dir.string()}};
+  return j.dump(2);
+}
+
+ProfileResult ParseProfileResult(std::string_view text) {
+  const json result = json::parse(text, nullptr, false);
+  if (result.is_discarded() || !result.is_object()) return {"malformed_result", ""};
+  ProfileResult out{"malformed_result", ""};
+  if (auto it = result.find("status"); it != result.end() && it->is_string()) out.status = *it;
+  if (auto it = result.find("diagnostics"); it != result.end() && it->is_string()) {
+    out.diagnostics = *it;
+  }
+  return out;
 }
 
 // A result's `steps` object (diagnostic step times) as JSON text: numbers only, at most 32 short

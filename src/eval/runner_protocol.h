@@ -43,7 +43,8 @@ struct CandidateJob {
   const Task* task = nullptr;
   std::string device;
   std::string kind;                   // native, opencl, module
-  std::string backend;                // runner backend name
+  std::string backend;                // runner backend name (for messages)
+  std::string stream_handle;          // native: what kforge_forward's stream is (StreamHandleName)
   std::filesystem::path artifact;     // native
   std::filesystem::path source_file;  // opencl, module
   std::string opencl_platform;
@@ -115,6 +116,25 @@ TimingOutcome ParseTimingField(std::string_view json_text);
 
 std::string ReferenceJobJson(const ReferenceJob& job);
 std::string CandidateJobJson(const CandidateJob& job);
+
+// The `profile` phase's job (runner/PROTOCOL.md, "Phase profile"): a candidate job whose runner
+// runs one warm-up call and then `calls` profiled calls under `tool`, writing its exports to
+// `output_dir`.
+struct ProfileJob {
+  CandidateJob candidate;      // its `timing` is ignored: the profile pass is untimed
+  std::string tool = "torch";  // torch, opencl, or external (a wrapping profiler)
+  int calls = 3;
+  std::filesystem::path output_dir;  // inside the candidate's scratch folder
+};
+std::string ProfileJobJson(const ProfileJob& job);
+
+// The `profile` phase's result: the runner's status ("ok", "runtime_error", ...; "malformed_result"
+// when the text is no result object) and diagnostics.
+struct ProfileResult {
+  std::string status;
+  std::string diagnostics;
+};
+ProfileResult ParseProfileResult(std::string_view text);
 
 // Parse a result document; file names in manifest entries are resolved against `dir`. A candidate's
 // output files must be plain files inside `outputs_dir` (no absolute paths, `..` or symbolic

@@ -14,6 +14,28 @@ std::string FormatSeconds(double seconds) {
   return fmt::format("{:.3g} s", seconds);
 }
 
+std::vector<std::string> TimingWarnings(const TimingStats& candidate,
+                                        const std::optional<TimingStats>& eager) {
+  std::vector<std::string> warnings;
+  auto noisy = [&warnings](const char* what, const TimingStats& t) {
+    if (t.rel_std <= kNoisyRelStd) return;
+    warnings.push_back(fmt::format(
+        "the {} timing is noisy ({:.0f} % relative noise, above {:.0f} %): other work shares "
+        "this machine, so its median and speedups are rough; time on a quiet machine",
+        what, t.rel_std * 100, kNoisyRelStd * 100));
+  };
+  noisy("candidate's", candidate);
+  if (eager) noisy("eager baseline's", *eager);
+  if (eager && !eager->clock.empty() && !candidate.clock.empty() &&
+      eager->clock != candidate.clock) {
+    warnings.push_back(fmt::format(
+        "the candidate was timed by {} and the eager baseline by {}: the speedup compares two "
+        "clocks",
+        candidate.clock, eager->clock));
+  }
+  return warnings;
+}
+
 std::string TimingStats::Describe() const {
   return fmt::format(
              "median {} (mean {}, min {}, p10-p90 {}-{}), noise {:.2f} %, {} samples, stopped by "

@@ -194,9 +194,40 @@ Verdict Verdict::FromJson(const std::string& text) {
     v.sol_fraction = NumberOrNull(*t, "sol_fraction");
     v.held_for_review = t->value("held_for_review", false);
     v.review_reason = t->value("review_reason", "");
+    if (auto load = t->find("load"); load != t->end() && load->is_object()) {
+      v.timed_under_load = load->value("busy", false);
+      if (auto reasons = load->find("reasons"); reasons != load->end() && reasons->is_array()) {
+        for (const auto& line : *reasons) {
+          if (line.is_string()) v.load_reasons.push_back(line.get<std::string>());
+        }
+      }
+      v.retimed = load->value("retimed", 0);
+    }
   }
   return v;
 }
+
+namespace {
+
+nlohmann::json LoadJson(const std::optional<LoadReading>& r) {
+  if (!r) return nullptr;
+  return {{"window_s", r->window_seconds},
+          {"host_cpus", r->host_cpus},
+          {"host_busy_cores", r->host_busy_cores},
+          {"own_cpu_cores", r->own_cpu_cores},
+          {"other_cpu_cores", r->other_cpu_cores},
+          {"steal_fraction", r->steal_fraction},
+          {"loadavg_1m", r->loadavg_1m},
+          {"device", r->device},
+          {"device_measured", r->device_measured},
+          {"device_note", r->device_note},
+          {"device_other_sm_util", r->device_other_sm_util},
+          {"device_other_pids", r->device_other_pids},
+          {"busy", r->busy},
+          {"reasons", r->reasons}};
+}
+
+}  // namespace
 
 std::string Verdict::ToJson() const {
   nlohmann::json j;
@@ -258,7 +289,12 @@ std::string Verdict::ToJson() const {
                    {"floor", FloorJson(floor)},
                    {"sol_fraction", OrNull(sol_fraction)},
                    {"held_for_review", held_for_review},
-                   {"review_reason", review_reason}};
+                   {"review_reason", review_reason},
+                   {"load", {{"busy", timed_under_load},
+                             {"reasons", load_reasons},
+                             {"retimed", retimed},
+                             {"reference", LoadJson(reference_load)},
+                             {"candidate", LoadJson(candidate_load)}}}};
   } else {
     j["timing"] = nullptr;
   }
@@ -336,7 +372,19 @@ std::string Verdict::ToText() const {
     out += "  physics   no calibration of this device: run `kforge calibrate --target " + target +
            "` for the speed-of-light fraction\n";
   }
+  if (timing) {
+    for (const std::string& w : TimingWarnings(*timing, eager_baseline)) {
+      out += fmt::format("  WARNING   {}\n", w);
+    }
+  }
   if (held_for_review) out += fmt::format("  HELD FOR REVIEW: {}\n", review_reason);
+  if (timed_under_load) {
+    out += fmt::format("  LOAD      timed while other work competed{}: {}\n",
+                       retimed > 0 ? " (also when timed again)" : "",
+                       fmt::join(load_reasons, "; "));
+  } else if (candidate_load && timing) {
+    out += fmt::format("  load      {}\n", candidate_load->Describe());
+  }
   out += fmt::format("  isolation {}\n", isolation);
   return out;
 }

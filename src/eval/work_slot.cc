@@ -71,6 +71,23 @@ bool WorkSlot::alive() const {
   return candidate_ == nullptr || candidate_->alive();
 }
 
+ResourceLimits WorkSlot::CandidateLimits() const {
+  ResourceLimits limits;
+  if (!config_.uses_accelerator) limits.address_space_bytes = config_.memory_limit_bytes;
+  limits.processes = config_.process_limit;
+  limits.file_size_bytes = 16ull << 30;
+  if (config_.open_files > 0) limits.open_files = config_.open_files;
+  return limits;
+}
+
+std::shared_ptr<FolderQuota> WorkSlot::CandidateQuota() const {
+  if (config_.scratch_quota_bytes == 0) return nullptr;
+  auto quota = std::make_shared<FolderQuota>();
+  quota->folder = cand_dir();
+  quota->max_bytes = config_.scratch_quota_bytes;
+  return quota;
+}
+
 void WorkSlot::StartCandidateRunner() {
   // The candidate: another user, no network, read-only except its scratch folder, the
   // reference's outputs hidden.
@@ -78,10 +95,8 @@ void WorkSlot::StartCandidateRunner() {
   cand_policy.scratch_dir = cand_dir();
   cand_policy.visible_paths = {config_.work_root};
   cand_policy.hidden_paths = {outputs_dir()};
-  ResourceLimits cand_limits;
-  if (!config_.uses_accelerator) cand_limits.address_space_bytes = config_.memory_limit_bytes;
-  cand_limits.processes = config_.process_limit;
-  cand_limits.file_size_bytes = 16ull << 30;
+  cand_policy.tmp_bytes = config_.tmp_bytes;
+  cand_policy.shm_bytes = config_.shm_bytes;
   const auto far = SteadyClock::now() + config_.max_wait;
   candidate_ = std::make_unique<WarmRunner>(
       RunnerLaunch{.job_file = work() / "candidate-job.json",
@@ -89,8 +104,11 @@ void WorkSlot::StartCandidateRunner() {
                    .preload = config_.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
                    .timeout = std::chrono::seconds(0),
-                   .wrapper = {}},
-      config_.runner_dir, cand_dir(), cand_policy, cand_limits);
+                   .wrapper = {},
+                   .sandbox = config_.sandbox,
+                   .scratch_quota = CandidateQuota(),
+                   .pid = std::make_shared<std::atomic<pid_t>>(0)},
+      config_.runner_dir, cand_dir(), cand_policy, CandidateLimits());
 }
 
 WorkSlot::WorkSlot(SlotConfig config, fs::path work)
@@ -102,6 +120,19 @@ WorkSlot::~WorkSlot() {
   if (!config_.keep) {
     std::error_code ec;
     fs::remove_all(work_, ec);
+    if (ec) {
+      // A candidate that ran as KForge's own user may have taken the permissions off folders in
+      // its scratch: give them back, then remove.
+      for (auto it = fs::recursive_directory_iterator(
+               work_, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code ignored;
+        if (it->is_directory(ignored)) fs::permissions(it->path(), fs::perms::owner_all,
+                                                       fs::perm_options::add, ignored);
+      }
+      fs::permissions(cand_dir(), fs::perms::owner_all, fs::perm_options::add, ec);
+      fs::remove_all(work_, ec);
+    }
   }
 }
 
@@ -146,7 +177,10 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
                    .timeout = std::chrono::seconds(0),
-                   .wrapper = {}},
+                   .wrapper = {},
+                   .sandbox = config.sandbox,
+                   .scratch_quota = nullptr,
+                   .pid = std::make_shared<std::atomic<pid_t>>(0)},
       config.runner_dir, slot->ref_dir(), ref_policy, ref_limits);
 
   if (!config.warm_candidate) return slot;
@@ -162,10 +196,13 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
   launch.policy.scratch_dir = slot->cand_dir();
   launch.policy.visible_paths = {slot->bin_dir()};
   launch.policy.hidden_paths = {slot->ref_dir()};
-  if (!config.uses_accelerator) launch.limits.address_space_bytes = config.memory_limit_bytes;
-  launch.limits.processes = config.process_limit;
-  launch.limits.file_size_bytes = 16ull << 30;
+  launch.policy.tmp_bytes = config.tmp_bytes;
+  launch.policy.shm_bytes = config.shm_bytes;
+  launch.limits = slot->CandidateLimits();
+  // Outputs cross the arena, not the scratch folder: the candidate's share is the whole quota.
+  launch.folder_quota = slot->CandidateQuota();
   launch.max_wait = config.max_wait;
+  launch.sandbox = config.sandbox;
   auto harness = HarnessSession::Start(launch);
   if (harness) {
     slot->harness_ = std::move(*harness);
@@ -173,6 +210,12 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
     slot->harness_error_ = harness.error().message;
   }
   return slot;
+}
+
+void WorkSlot::AllowCandidateOutputs(std::uint64_t bytes) {
+  if (FolderQuota* quota = candidate().scratch_quota()) {
+    quota->max_bytes = config_.scratch_quota_bytes + bytes;
+  }
 }
 
 void WorkSlot::SealReference() {

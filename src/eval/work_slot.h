@@ -42,6 +42,11 @@ struct SlotConfig {
   bool uses_accelerator = false;
   std::uint64_t memory_limit_bytes = 0;  // address space of CPU-target runners
   std::uint64_t process_limit = 0;
+  // The candidate's limits (EvalOptions says what each is).
+  std::uint64_t tmp_bytes = 0;
+  std::uint64_t shm_bytes = 0;
+  std::uint64_t scratch_quota_bytes = 0;
+  std::uint64_t open_files = 0;
   bool keep = false;           // keep the folder after the evaluation
   std::chrono::seconds max_wait{1800};  // how long a warm runner waits for its job
   // The native harness binary (eval/harness_binary.h) for this backend's native candidates;
@@ -50,6 +55,7 @@ struct SlotConfig {
   // Start the candidate's process warm (the harness, or the Python candidate runner); false: the
   // caller starts its own (the device-time check wraps a fresh harness in a profiler).
   bool warm_candidate = true;
+  std::shared_ptr<const Sandbox> sandbox;  // the runners' sandbox; null: DefaultSandbox()
 
   bool operator==(const SlotConfig&) const = default;
 };
@@ -73,6 +79,10 @@ class WarmRunner {
   // Seconds from publishing the job to the end of the process (after Run).
   double seconds_since_job() const { return seconds_since_job_; }
   const SandboxPolicy& policy() const { return policy_; }
+  // The process's pid while it runs, else 0.
+  pid_t pid() const { return launch_.pid ? launch_.pid->load() : 0; }
+  // The scratch folder's quota (null: none); its limit may be raised before Run().
+  FolderQuota* scratch_quota() const { return launch_.scratch_quota.get(); }
 
  private:
   RunnerLaunch launch_;
@@ -100,6 +110,8 @@ class WorkSlot {
   WarmRunner& reference() { return *reference_; }
   // The Python candidate runner (started now if it was not started warm).
   WarmRunner& candidate();
+  // The Python candidate runner's pid while it runs; 0 when it was not started or has ended.
+  pid_t candidate_pid() const { return candidate_ ? candidate_->pid() : 0; }
   // The harness session, started warm (null when the slot has none, or it could not start:
   // harness_error() says why). The evaluation takes it over; a slot's harness serves one
   // evaluation.
@@ -111,6 +123,10 @@ class WorkSlot {
   // reference runs as KForge's user with the usual umask).
   void SealReference();
 
+  // Raises the candidate's scratch quota by `bytes`: the runner writes its outputs there, which
+  // must not count against the candidate's own share (SlotConfig::scratch_quota_bytes).
+  void AllowCandidateOutputs(std::uint64_t bytes);
+
  private:
   WorkSlot(SlotConfig config, std::filesystem::path work);
 
@@ -118,6 +134,9 @@ class WorkSlot {
   std::filesystem::path work_;
   // The candidate runner's launch, kept for a start on first use.
   void StartCandidateRunner();
+  // The candidate's process limits and scratch quota (its runner's or its harness's).
+  ResourceLimits CandidateLimits() const;
+  std::shared_ptr<FolderQuota> CandidateQuota() const;
 
   std::unique_ptr<WarmRunner> reference_;
   std::unique_ptr<WarmRunner> candidate_;

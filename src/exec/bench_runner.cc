@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "kforge/core/activity.h"
+
 namespace kforge::exec {
 
 std::string_view TaskStateName(TaskState state) {
@@ -52,6 +54,7 @@ Result<BenchResult> RunBench(BenchSetup setup) {
   result.tasks.resize(n);
   for (std::size_t i = 0; i < n; ++i) result.tasks[i].task_name = setup.tasks[i].name;
   if (n == 0) return result;
+  if (setup.check_tasks) KFORGE_RETURN_IF_ERROR(setup.check_tasks(setup.tasks));
   // One renderer (templates read once) for every task.
   const PromptRenderer renderer = setup.renderer ? *setup.renderer : PromptRenderer();
   const std::size_t jobs =
@@ -73,6 +76,11 @@ Result<BenchResult> RunBench(BenchSetup setup) {
       TaskOutcome& outcome = result.tasks[i];
       outcome.state = TaskState::kRunning;
       notify([&](BenchObserver& o) { o.OnTaskStarted(i); });
+      // What the task's loop does (generating, compiling, ...) goes to the observer.
+      ActivitySinkGuard activities(std::make_shared<const std::function<void(std::string_view)>>(
+          [&notify, i](std::string_view activity) {
+            notify([&](BenchObserver& o) { o.OnActivity(i, activity); });
+          }));
       synth::SynthesisSetup s;
       s.store = setup.store;
       s.run_id = setup.run_id;
@@ -92,6 +100,7 @@ Result<BenchResult> RunBench(BenchSetup setup) {
       s.on_progress = [&, i](const synth::ProgressEvent& e) {
         notify([&](BenchObserver& o) { o.OnStep(i, e); });
       };
+      if (setup.complete_synthesis) setup.complete_synthesis(setup.tasks[i], s);
       auto run = synth::Synthesizer(std::move(s)).Run();
       if (!run) {
         outcome.state = TaskState::kFailed;
@@ -102,6 +111,12 @@ Result<BenchResult> RunBench(BenchSetup setup) {
         outcome.best = run->best;
         outcome.steps = run->steps;
         outcome.stop_reason = run->stop_reason;
+        outcome.call_failure = run->call_failure;
+        if (run->call_failure == llm::CallFailureKind::kPermanent) {
+          outcome.state = TaskState::kFailed;
+          outcome.stop_reason = run->call_error;
+        }
+        outcome.awaiting_answer = run->interrupted && run->awaiting_answer;
       }
       notify([&](BenchObserver& o) { o.OnTaskFinished(i, outcome); });
     }
@@ -115,6 +130,7 @@ Result<BenchResult> RunBench(BenchSetup setup) {
       result.interrupted = true;
     }
     if (o.correct()) ++result.correct;
+    if (o.awaiting_answer) ++result.awaiting_answer;
     result.steps += o.steps;
   }
   return result;

@@ -1,6 +1,10 @@
 #include "kforge/exec/placement.h"
 
+#include <fmt/format.h>
+
 #include <utility>
+
+#include "kforge/core/activity.h"
 
 namespace kforge::exec {
 namespace {
@@ -11,9 +15,7 @@ class DeviceBackend : public Backend {
   DeviceBackend(const Backend& inner, std::string device)
       : inner_(inner), device_(std::move(device)) {}
   const Target& target() const override { return inner_.target(); }
-  std::vector<std::string> CandidateExtensions() const override {
-    return inner_.CandidateExtensions();
-  }
+  const ModelTraits& traits() const override { return inner_.traits(); }
   Availability Probe() const override { return inner_.Probe(); }
   Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
                                        const std::filesystem::path& output,
@@ -47,15 +49,32 @@ synth::EvaluateFn PlaceOnDevices(DeviceSlots& slots, DeviceEvaluateFn on_device,
   return [&slots, on_device = std::move(on_device), before = std::move(before), waiting_stop](
              const Task& task, const Backend& backend, const std::filesystem::path& candidate,
              std::stop_token stop) -> Verdict {
-    if (before) before(backend, candidate);
+    if (before) {
+      ScopedActivity activity("compiling");
+      before(backend, candidate);
+    }
     // Waiting ends on either token: one stop source fed by both.
     std::stop_source wait;
     std::stop_callback on_stop(stop, [&wait] { wait.request_stop(); });
     std::stop_callback on_waiting_stop(waiting_stop, [&wait] { wait.request_stop(); });
-    auto lease = slots.Acquire(wait.get_token());
+    auto lease = [&] {
+      ScopedActivity activity("waiting for a device");
+      return slots.Acquire(wait.get_token());
+    }();
     if (!lease) return Cancelled(task, backend, candidate);
+    ScopedActivity activity(fmt::format("evaluating on {}", lease->device().name));
     return on_device(lease->device(), task, backend, candidate, stop);
   };
+}
+
+Verdict RetimeUnderLoad(const std::function<Verdict()>& evaluate, std::stop_token stop) {
+  Verdict first = evaluate();
+  if (first.status != EvalStatus::kCorrect || !first.timed_under_load || stop.stop_requested()) {
+    return first;
+  }
+  Verdict again = evaluate();
+  again.retimed = 1;
+  return again;
 }
 
 DeviceEvaluators::DeviceEvaluators(CompileService& compiler, const EvalOptions& options,
@@ -73,7 +92,8 @@ synth::EvaluateFn DeviceEvaluators::Placed(DeviceSlots& slots, std::stop_token w
   auto on_device = [this](const Device& device, const Task& task, const Backend& /*backend*/,
                           const std::filesystem::path& candidate, std::stop_token stop) {
     const auto i = static_cast<std::size_t>(device.index);
-    return evaluators_[i]->Evaluate(task, *backends_[i], candidate, stop);
+    return RetimeUnderLoad(
+        [&] { return evaluators_[i]->Evaluate(task, *backends_[i], candidate, stop); }, stop);
   };
   auto before = [this](const Backend& backend, const std::filesystem::path& candidate) {
     auto kind = backend.KindOf(candidate);

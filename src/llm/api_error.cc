@@ -45,4 +45,25 @@ ApiErrorBody ParseApiError(std::string_view body) {
   return out;
 }
 
+std::optional<std::string> RetryInfoDelay(std::string_view body) {
+  if (body.find("RetryInfo") == std::string_view::npos) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  const auto error = j.find("error");
+  if (error == j.end() || !error->is_object()) return std::nullopt;
+  const auto details = error->find("details");
+  if (details == error->end() || !details->is_array()) return std::nullopt;
+  for (const auto& detail : *details) {
+    if (!detail.is_object()) continue;
+    const auto type = detail.find("@type");
+    const auto delay = detail.find("retryDelay");
+    if (type != detail.end() && type->is_string() &&
+        type->get<std::string>().ends_with("google.rpc.RetryInfo") && delay != detail.end() &&
+        delay->is_string()) {
+      return delay->get<std::string>();
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace kforge::llm

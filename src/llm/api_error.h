@@ -2,6 +2,7 @@
 #ifndef KFORGE_SRC_LLM_API_ERROR_H_
 #define KFORGE_SRC_LLM_API_ERROR_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,10 @@ struct ApiErrorBody {
 // {"type":"error","error":{...}} (Anthropic), {"error": "text"} and {"detail": ...} (vLLM,
 // FastAPI). Other bodies give their first 300 bytes. The result is redacted.
 ApiErrorBody ParseApiError(std::string_view body);
+
+// Gemini (google.rpc): the `retryDelay` of a `google.rpc.RetryInfo` entry of error.details,
+// e.g. "25s"; nullopt when the body has none.
+std::optional<std::string> RetryInfoDelay(std::string_view body);
 
 }  // namespace kforge::llm
 

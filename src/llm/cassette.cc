@@ -2,10 +2,12 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cctype>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "base64.h"
+#include "kforge/core/files.h"
 #include "kforge/core/hash.h"
 #include "kforge/core/log.h"
 #include "kforge/llm/fingerprint.h"
@@ -68,12 +71,16 @@ std::string AnsweredBy(const ProviderInfo& info, const Response& response) {
 
 class FileCassetteWriter : public CassetteWriter {
  public:
-  FileCassetteWriter(std::FILE* file, std::string path) : file_(file), path_(std::move(path)) {}
+  FileCassetteWriter(std::FILE* file, std::string path, int next_index = 0)
+      : file_(file), path_(std::move(path)), next_index_(next_index) {}
   ~FileCassetteWriter() override { std::fclose(file_); }
 
   Status Append(const ProviderInfo& info, const Request& request,
                 const Response& response) override {
-    const std::string canonical = CanonicalRequestJson(request, info.model_id);
+    // Requests never hold a key (answers that echo one are redacted by the providers); should one
+    // get in anyway (a key pasted into a task), it does not reach the file.
+    const std::string canonical =
+        RedactRegisteredSecrets(CanonicalRequestJson(request, info.model_id));
     json entry;
     entry["fingerprint"] = ContentHash(canonical);
     entry["model_id"] = info.model_id;
@@ -300,7 +307,9 @@ class LoadedCassette : public Cassette {
         call, model_id, first_unserved->index, first_unserved->line, path_,
         by_shape ? DescribeCanonicalDifference(first_unserved->shape_canonical, shape_canonical)
                  : DescribeCanonicalDifference(first_unserved->canonical_request, canonical),
-        by_shape ? " (compared with numbers, paths and measured text masked as '#')" : ""));
+        by_shape ? " (compared with numbers, paths and measured text masked as '#')"
+                 : "; a replay on another machine (other timings, profiles, paths) needs "
+                   "--replay-match numbers"));
   }
 
   int ServedByShape() const override {
@@ -391,6 +400,41 @@ Result<std::shared_ptr<CassetteWriter>> CassetteWriter::Create(const std::filesy
     return IoError(fmt::format("cannot write cassette {}", path.string()));
   }
   return std::make_shared<FileCassetteWriter>(file, path.string());
+}
+
+Result<std::shared_ptr<CassetteWriter>> CassetteWriter::Open(const std::filesystem::path& path,
+                                                             const std::string& note) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || std::filesystem::file_size(path, ec) == 0) {
+    return Create(path, note);
+  }
+  auto read = ReadFile(path);
+  if (!read) return std::unexpected(read.error());
+  const std::string& text = *read;
+  // A process killed in the middle of a write leaves a last line without its newline: cut it.
+  std::size_t keep = text.size();
+  if (!text.empty() && text.back() != '\n') {
+    const std::size_t last_newline = text.rfind('\n');
+    keep = last_newline == std::string::npos ? 0 : last_newline + 1;
+    spdlog::warn("cassette {}: its last line is incomplete (a process was killed while "
+                 "writing it); it is dropped",
+                 path.string());
+  }
+  const std::size_t header_end = text.find('\n');
+  const json header = json::parse(text.substr(0, header_end), nullptr, false);
+  if (keep == 0 || !header.is_object() || header.value("kforge_cassette", 0) != kCassetteVersion) {
+    return ParseError(fmt::format("{}:1: not a cassette of version {}: record into another file",
+                                  path.string(), kCassetteVersion));
+  }
+  int entries = 0;
+  for (std::size_t i = header_end + 1; i < keep; i = text.find('\n', i) + 1) {
+    if (text[i] != '\n') ++entries;
+  }
+  std::filesystem::resize_file(path, keep, ec);
+  if (ec) return IoError(fmt::format("cannot repair cassette {}: {}", path.string(), ec.message()));
+  std::FILE* file = std::fopen(path.c_str(), "ab");
+  if (file == nullptr) return IoError(fmt::format("cannot append to cassette {}", path.string()));
+  return std::make_shared<FileCassetteWriter>(file, path.string(), entries);
 }
 
 std::unique_ptr<Provider> NewRecordingProvider(std::shared_ptr<Provider> inner,

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <optional>
 #include <utility>
 
 #include "kforge/llm/pricing.h"
@@ -14,7 +17,10 @@ HttpProvider::HttpProvider(HttpProviderConfig config, std::shared_ptr<HttpTransp
                            std::string provider_name)
     : config_(std::move(config)),
       transport_(std::move(transport)),
-      provider_name_(std::move(provider_name)) {}
+      provider_name_(std::move(provider_name)) {
+  // Whoever built the config, its key is redacted wherever KForge's text goes.
+  RegisterSecret(config_.api_key);
+}
 
 ProviderInfo HttpProvider::Info() const {
   return ProviderInfo{provider_name_, config_.model_id, config_.model, Redact(config_.endpoint)};
@@ -60,8 +66,15 @@ Result<Response> HttpProvider::Complete(const Request& request, const CallOption
 
   const auto start = std::chrono::steady_clock::now();
   int attempts = 0;
+  SendOptions send;
+  send.limiter = config_.limiter.get();
+  send.estimated_tokens = request.EstimatePromptTokens();
+  if (config_.call_timeout.count() > 0) {
+    send.call_deadline = start + config_.call_timeout;
+    send.call_timeout = config_.call_timeout;
+  }
   auto reply = SendWithRetry(*transport_, *http, config_.retry, options,
-                             EndpointLabel{config_.model_id, config_.api_key_env}, &attempts);
+                             EndpointLabel{config_.model_id, config_.api_key_env}, &attempts, send);
   if (!reply) return std::unexpected(reply.error());
   const auto latency = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
@@ -75,11 +88,46 @@ Result<Response> HttpProvider::Complete(const Request& request, const CallOption
     }
   }();
   if (!response) return response;
+  if (config_.limiter) {
+    config_.limiter->SettleTokens(send.estimated_tokens, response->usage.Total());
+  }
+  if (auto empty = EmptyAnswerError(*response)) return std::unexpected(std::move(*empty));
   response->latency = latency;
   response->attempts = attempts;
   response->cost_usd = CostUsd(response->usage, config_.pricing);
+  // An answer that echoes the key must not carry it on: into the store, candidate files, the
+  // next prompt, cassettes or reports.
+  response->text = RedactRegisteredSecrets(response->text);
+  response->model = RedactRegisteredSecrets(response->model);
   response->raw_body = RedactRegisteredSecrets(reply->body);
   return response;
+}
+
+std::optional<Error> HttpProvider::EmptyAnswerError(const Response& response) const {
+  const bool empty = std::all_of(response.text.begin(), response.text.end(),
+                                 [](unsigned char c) { return std::isspace(c) != 0; });
+  if (!empty) return std::nullopt;
+  // The finish reasons of the wire formats: OpenAI `length`/`content_filter`, Anthropic
+  // `max_tokens`/`refusal`, Gemini `MAX_TOKENS`/`SAFETY`/`RECITATION`/... .
+  const std::string& reason = response.finish_reason;
+  static constexpr std::string_view kOutOfTokens[] = {"length", "max_tokens", "MAX_TOKENS"};
+  static constexpr std::string_view kBlocked[] = {
+      "content_filter", "refusal",  "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT",
+      "SPII",           "LANGUAGE", "IMAGE_SAFETY", "OTHER"};
+  if (std::ranges::find(kOutOfTokens, reason) != std::end(kOutOfTokens)) {
+    return Error{ErrorCode::kInvalidArgument,
+                 fmt::format("model '{}': the answer is empty: the model reached its output "
+                             "limit (finish reason `{}`, {} output tokens) before writing any "
+                             "text; a model that reasons first needs a larger output limit",
+                             config_.model_id, reason, response.usage.output_tokens)};
+  }
+  if (std::ranges::find(kBlocked, reason) != std::end(kBlocked)) {
+    return Error{ErrorCode::kInvalidArgument,
+                 fmt::format("model '{}': the answer is empty: the provider withheld it (finish "
+                             "reason `{}`: its content filter or the model's refusal)",
+                             config_.model_id, reason)};
+  }
+  return std::nullopt;
 }
 
 std::string JoinedSystemText(const Request& request) {

@@ -5,6 +5,7 @@
 #define KFORGE_SRC_LLM_HTTP_PROVIDER_H_
 
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -38,6 +39,9 @@ class HttpProvider : public Provider {
   Error Malformed(std::string_view what, std::string_view body) const;
   // Parses JSON; a kParse error (naming truncation when the input ended early) if invalid.
   Result<nlohmann::json> ParseJson(std::string_view body) const;
+  // An answer without text that ended because of the output limit or a content filter is a
+  // failure saying so (kInvalidArgument: the same request fails the same way); nullopt otherwise.
+  std::optional<Error> EmptyAnswerError(const Response& response) const;
 
  private:
   const HttpProviderConfig config_;

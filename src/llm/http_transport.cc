@@ -47,16 +47,24 @@ bool IsLoopbackUrl(std::string_view url) {
 struct Transfer {
   const HttpRequest* request = nullptr;
   HttpResponse response;
-  Clock::time_point last_activity;
+  Clock::time_point last_activity;  // the last progress (HttpRequest::read_timeout)
   curl_off_t last_upload = 0;
 };
+
+bool OnlyWhitespace(std::string_view bytes) {
+  return std::all_of(bytes.begin(), bytes.end(),
+                     [](unsigned char c) { return std::isspace(c) != 0; });
+}
 
 size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * count;
+  const std::string_view chunk(data, n);
   t->response.body.append(data, n);
-  t->last_activity = Clock::now();
-  if (t->request->on_body) t->request->on_body(std::string_view(data, n));
+  const bool progress = t->request->counts_as_progress ? t->request->counts_as_progress(chunk)
+                                                       : !OnlyWhitespace(chunk);
+  if (progress) t->last_activity = Clock::now();
+  if (t->request->on_body) t->request->on_body(chunk);
   return n;
 }
 
@@ -101,6 +109,9 @@ Error CurlFailure(CURLcode code, const char* detail, const std::string& url) {
       return Error{ErrorCode::kInvalidArgument,
                    fmt::format("bad endpoint URL {}: {}; check the model's `endpoint`", where,
                                what)};
+    case CURLE_COULDNT_CONNECT:
+      return Error{ErrorCode::kUnavailable,
+                   fmt::format("{}{}: {}", kCannotConnect, where, what)};
     case CURLE_PARTIAL_FILE:
       return Error{ErrorCode::kUnavailable,
                    fmt::format("response from {} was truncated (connection closed before the "
@@ -213,7 +224,8 @@ class CurlTransport : public HttpTransport {
       const auto silence = now - transfer.last_activity;
       if (silence >= request.read_timeout) {
         abort = Error{ErrorCode::kTimeout,
-                      fmt::format("no response from {} for {} ms (read timeout; raise the model's "
+                      fmt::format("no progress from {} for {} ms (the read timeout: no answer "
+                                  "bytes, or only keep-alive bytes; raise the model's "
                                   "read_timeout_s if the server is just slow)",
                                   Redact(request.url), request.read_timeout.count())};
         break;

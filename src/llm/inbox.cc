@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base64.h"
+#include "kforge/core/activity.h"
 #include "kforge/core/files.h"
 #include "kforge/llm/fingerprint.h"
 
@@ -94,8 +95,7 @@ class InboxProvider : public Provider {
       auto text = ReadAnswer(answer);
       if (text) return MakeResponse(request, std::move(*text));
       return MakeError(ErrorCode::kUnavailable,
-                       fmt::format("waiting for answer {}: write it to {} (the prompt is {}), "
-                                   "then run the same command again",
+                       fmt::format("waiting for answer {}: write it to {} (the prompt is {})",
                                    n, answer.string(), prompt.string()));
     }
     spdlog::warn("waiting for answer {}: write it to {} (the prompt is {})", n, answer.string(),
@@ -160,6 +160,7 @@ class InboxProvider : public Provider {
   }
 
   Result<Response> WaitForAnswer(int n, const Request& request, const CallOptions& options) const {
+    ScopedActivity activity(fmt::format("waiting for answer {}", n));
     const fs::path path = AnswerPath(n);
     std::optional<std::pair<std::uintmax_t, fs::file_time_type>> last;
     Clock::time_point stable_since = Clock::now();

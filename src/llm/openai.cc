@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "http_provider.h"
+#include "kforge/llm/redact.h"
 #include "sse.h"
 #include "wire_json.h"
 
@@ -90,6 +91,12 @@ class OpenAiChatProvider : public HttpProvider {
       http.headers.emplace_back("Authorization", "Bearer " + config().api_key);
     }
     http.body = body.dump();
+    if (stream) {
+      // An event with data is progress; keep-alive comments (": ping") are not.
+      http.counts_as_progress = [](std::string_view chunk) {
+        return chunk.find("data:") != std::string_view::npos;
+      };
+    }
     if (stream && options.on_text) {
       // Progress display only: text of an attempt that is later retried is shown as well.
       auto parser = std::make_shared<SseParser>([on_text = options.on_text](std::string_view data) {
@@ -99,7 +106,7 @@ class OpenAiChatProvider : public HttpProvider {
         const auto choices = chunk.find("choices");
         if (choices == chunk.end() || !choices->is_array() || choices->empty()) return;
         const json& delta = (*choices)[0].value("delta", json::object());
-        const std::string text = JsonString(delta, "content");
+        const std::string text = RedactRegisteredSecrets(JsonString(delta, "content"));
         if (!text.empty()) on_text(text);
       });
       http.on_body = [parser](std::string_view bytes) { parser->Feed(bytes); };
@@ -130,6 +137,11 @@ class OpenAiChatProvider : public HttpProvider {
     Response response;
     response.text = ContentText(choice.at("message").value("content", json()));
     response.finish_reason = JsonString(choice, "finish_reason");
+    if (const std::string refusal = JsonString(choice.at("message"), "refusal");
+        response.text.empty() && !refusal.empty()) {
+      return InvalidArgument(fmt::format("model '{}': the answer is empty: the model refused ({})",
+                                         config().model_id, Redact(refusal)));
+    }
     response.model = JsonString(j, "model");
     const auto usage = j.find("usage");
     const bool had_usage = usage != j.end() && usage->is_object();
@@ -155,9 +167,10 @@ class OpenAiChatProvider : public HttpProvider {
         return;
       }
       if (auto error = chunk.find("error"); error != chunk.end()) {
+        // The event is the server's text: it may quote the key (redacted like every error).
         failure = Error{ErrorCode::kUnavailable,
                         fmt::format("model '{}': the server reported an error mid-stream: {}",
-                                    config().model_id, error->dump())};
+                                    config().model_id, Redact(error->dump()))};
         return;
       }
       if (response.model.empty()) response.model = JsonString(chunk, "model");

@@ -1,10 +1,14 @@
 #include "kforge/llm/provider_factory.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <utility>
 
+#include "kforge/core/files.h"
+#include "kforge/core/hash.h"
 #include "kforge/llm/anthropic.h"
 #include "kforge/llm/gemini.h"
 #include "kforge/llm/inbox.h"
@@ -21,6 +25,31 @@ std::optional<std::string> GetEnv(const ProviderFactoryOptions& options, const s
   if (value == nullptr) return std::nullopt;
   return std::string(value);
 }
+
+// The outermost layer of every provider built from the registry: whatever path an error took
+// (HTTP status, stream event, transport, limiter, budget, inbox), its message leaves the llm layer
+// redacted, and an answer that echoes a registered key is cleaned before anyone stores it.
+class RedactingProvider : public Provider {
+ public:
+  explicit RedactingProvider(std::shared_ptr<Provider> inner) : inner_(std::move(inner)) {}
+
+  Result<Response> Complete(const Request& request, const CallOptions& options) override {
+    auto response = inner_->Complete(request, options);
+    if (!response) {
+      Error error = std::move(response).error();
+      error.message = Redact(error.message);
+      return std::unexpected(std::move(error));
+    }
+    response->text = RedactRegisteredSecrets(response->text);
+    response->raw_body = RedactRegisteredSecrets(response->raw_body);
+    return response;
+  }
+
+  ProviderInfo Info() const override { return inner_->Info(); }
+
+ private:
+  const std::shared_ptr<Provider> inner_;
+};
 
 }  // namespace
 
@@ -42,8 +71,32 @@ Result<std::string> ReadApiKey(const ModelEntry& entry, const ProviderFactoryOpt
   return key;
 }
 
+namespace {
+
+std::filesystem::path SharedLimitsDir(const ModelEntry& entry) {
+  // One folder per endpoint and wire model: what a provider's limits count.
+  const std::string key = fmt::format("{}\n{}\n{}", ProviderKindName(entry.provider),
+                                      entry.endpoint, entry.model);
+  return KforgeCacheDir() / "limits" / ContentHash(key);
+}
+
+Result<std::shared_ptr<RateLimiter>> LimiterFor(const ModelEntry& entry) {
+  if (!entry.limits.any()) return std::shared_ptr<RateLimiter>();
+  if (entry.share_limits && entry.provider != ProviderKind::kInbox) {
+    auto shared = RateLimiter::OpenShared(entry.limits, SharedLimitsDir(entry));
+    if (shared) return shared;
+    spdlog::warn("model '{}': {}; its limits hold for this process only", entry.id,
+                 shared.error().message);
+  }
+  return std::make_shared<RateLimiter>(entry.limits);
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Provider>> NewProviderForModel(const ModelEntry& entry,
                                                       const ProviderFactoryOptions& options) {
+  auto limiter = LimiterFor(entry);
+  if (!limiter) return std::unexpected(limiter.error());
   std::shared_ptr<Provider> provider;
   if (entry.provider == ProviderKind::kInbox) {
     InboxOptions inbox;
@@ -68,6 +121,8 @@ Result<std::shared_ptr<Provider>> NewProviderForModel(const ModelEntry& entry,
     config.retry = entry.retry;
     config.connect_timeout = entry.connect_timeout;
     config.read_timeout = entry.read_timeout;
+    config.call_timeout = entry.call_timeout;
+    config.limiter = *limiter;  // every attempt on the wire takes a permit
     auto transport = options.transport ? options.transport : NewCurlTransport();
     switch (entry.provider) {
       case ProviderKind::kOpenAi:
@@ -86,13 +141,11 @@ Result<std::shared_ptr<Provider>> NewProviderForModel(const ModelEntry& entry,
         break;  // handled above
     }
   }
-  const RateLimits& limits = entry.limits;
-  if (limits.max_concurrency > 0 || limits.requests_per_minute > 0 ||
-      limits.tokens_per_minute > 0) {
-    provider = NewRateLimitedProvider(std::move(provider), std::make_shared<RateLimiter>(limits));
+  if (entry.provider == ProviderKind::kInbox && *limiter) {
+    provider = NewRateLimitedProvider(std::move(provider), *limiter);
   }
   if (options.budget) provider = NewBudgetedProvider(std::move(provider), options.budget);
-  return provider;
+  return std::shared_ptr<Provider>(std::make_shared<RedactingProvider>(std::move(provider)));
 }
 
 }  // namespace kforge::llm

@@ -19,14 +19,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<std::string_view, 21> kFields = {
+constexpr std::array<std::string_view, 23> kFields = {
     "id",           "provider",          "model",
     "endpoint",     "api_key_env",       "key_required",
     "context_window", "vision",          "price_input_per_mtok",
     "price_output_per_mtok", "requests_per_minute", "tokens_per_minute",
-    "max_concurrency", "burst",          "stream",
-    "connect_timeout_s", "read_timeout_s", "max_attempts",
-    "dir",          "description",       "enabled"};
+    "max_concurrency", "burst",          "share_limits",
+    "stream",       "connect_timeout_s", "read_timeout_s",
+    "call_timeout_s", "max_attempts",    "dir",
+    "description",  "enabled"};
 
 std::string Where(const std::string& source, const toml::node& node) {
   return fmt::format("{}:{}", source, node.source().begin.line);
@@ -138,6 +139,7 @@ Result<ModelEntry> ReadEntry(const toml::table& table, const std::string& source
   value = e.limits.burst;
   KFORGE_RETURN_IF_ERROR(r.Int("burst", &value));
   e.limits.burst = std::max(1, static_cast<int>(value));
+  KFORGE_RETURN_IF_ERROR(r.Bool("share_limits", &e.share_limits));
   KFORGE_RETURN_IF_ERROR(r.Bool("stream", &e.stream));
   double seconds = static_cast<double>(e.connect_timeout.count()) / 1000;
   KFORGE_RETURN_IF_ERROR(r.Number("connect_timeout_s", &seconds));
@@ -145,6 +147,9 @@ Result<ModelEntry> ReadEntry(const toml::table& table, const std::string& source
   seconds = static_cast<double>(e.read_timeout.count()) / 1000;
   KFORGE_RETURN_IF_ERROR(r.Number("read_timeout_s", &seconds));
   e.read_timeout = Seconds(seconds);
+  seconds = static_cast<double>(e.call_timeout.count()) / 1000;
+  KFORGE_RETURN_IF_ERROR(r.Number("call_timeout_s", &seconds));
+  e.call_timeout = Seconds(seconds);
   value = e.retry.max_attempts;
   KFORGE_RETURN_IF_ERROR(r.Int("max_attempts", &value));
   e.retry.max_attempts = std::max(1, static_cast<int>(value));

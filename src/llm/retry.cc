@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "api_error.h"
+#include "kforge/llm/rate_limiter.h"
 #include "kforge/llm/redact.h"
 
 namespace kforge::llm {
@@ -102,7 +103,9 @@ Error HttpError(const HttpResponse& response, const HttpRequest& request,
                              head, api_text)};
   }
   if (s == 429) {
-    return Error{ErrorCode::kResourceExhausted,
+    // Rate limited after every retry: try again later (transient). An exhausted quota: the
+    // account may not use the model until its billing changes (permanent).
+    return Error{gave_up_retrying ? ErrorCode::kUnavailable : ErrorCode::kPermissionDenied,
                  gave_up_retrying
                      ? fmt::format("{}: rate limited after {} attempts ({}). Lower the entry's "
                                    "requests_per_minute/tokens_per_minute or max_concurrency.",
@@ -146,6 +149,38 @@ std::optional<milliseconds> ParseRetryAfter(std::string_view value) {
   return milliseconds(std::max<std::int64_t>(0, static_cast<std::int64_t>(when - now)) * 1000);
 }
 
+std::optional<milliseconds> ParseDurationText(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) {
+    text.remove_suffix(1);
+  }
+  if (text.empty()) return std::nullopt;
+  double total_ms = 0;
+  while (!text.empty()) {
+    double number = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (ec != std::errc() || number < 0 || !std::isfinite(number)) return std::nullopt;
+    text.remove_prefix(static_cast<std::size_t>(ptr - text.data()));
+    // Longest unit first: "ms" before "m", "ns"/"us" before "s".
+    static constexpr std::pair<std::string_view, double> kUnits[] = {
+        {"ms", 1.0},   {"us", 1e-3}, {"\u00b5s", 1e-3}, {"ns", 1e-6},
+        {"h", 3.6e6}, {"m", 6e4},   {"s", 1e3}};
+    bool matched = false;
+    for (const auto& [unit, scale] : kUnits) {
+      if (text.substr(0, unit.size()) == unit) {
+        total_ms += number * scale;
+        text.remove_prefix(unit.size());
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) return std::nullopt;
+  }
+  return milliseconds(static_cast<long>(std::ceil(total_ms)));
+}
+
 AttemptVerdict ClassifyHttpStatus(const HttpResponse& response) {
   AttemptVerdict verdict;
   const int s = response.status;
@@ -158,12 +193,42 @@ AttemptVerdict ClassifyHttpStatus(const HttpResponse& response) {
   } else if (s != 401 && s != 403 && s != 404) {
     verdict.retry = ContainsOverloaded(response.body);
   }
+  auto state = [&verdict](std::optional<milliseconds> wait, std::string_view source) {
+    if (!wait || verdict.retry_after) return;
+    verdict.retry_after = wait;
+    verdict.retry_after_source = std::string(source);
+  };
   if (auto ms = response.Header("retry-after-ms"); !ms.empty()) {
-    if (auto v = ParseRetryAfter(ms)) verdict.retry_after = milliseconds(v->count() / 1000);
+    if (auto v = ParseRetryAfter(ms)) state(milliseconds(v->count() / 1000), "retry-after-ms");
+  }
+  if (auto ra = response.Header("retry-after"); !ra.empty()) {
+    state(ParseRetryAfter(ra), "Retry-After");
+  }
+  if (s == 429 && !verdict.retry_after) {
+    // OpenAI: the reset of the limit that ran out (remaining 0), else the later of the two.
+    std::optional<milliseconds> chosen;
+    std::string chosen_source;
+    bool chosen_exhausted = false;
+    for (std::string_view which : {"requests", "tokens"}) {
+      const auto reset =
+          ParseDurationText(response.Header(fmt::format("x-ratelimit-reset-{}", which)));
+      if (!reset) continue;
+      const bool exhausted =
+          response.Header(fmt::format("x-ratelimit-remaining-{}", which)) == "0";
+      const bool better = !chosen || (exhausted && !chosen_exhausted) ||
+                          (exhausted == chosen_exhausted && *reset > *chosen);
+      if (better) {
+        chosen = reset;
+        chosen_source = fmt::format("x-ratelimit-reset-{}", which);
+        chosen_exhausted = exhausted;
+      }
+    }
+    state(chosen, chosen_source);
   }
   if (!verdict.retry_after) {
-    if (auto ra = response.Header("retry-after"); !ra.empty()) {
-      verdict.retry_after = ParseRetryAfter(ra);
+    // Gemini: google.rpc.RetryInfo in the error's details.
+    if (auto delay = RetryInfoDelay(response.body)) {
+      state(ParseDurationText(*delay), "RetryInfo.retryDelay");
     }
   }
   return verdict;
@@ -171,11 +236,44 @@ AttemptVerdict ClassifyHttpStatus(const HttpResponse& response) {
 
 Result<HttpResponse> SendWithRetry(HttpTransport& transport, const HttpRequest& request,
                                    const RetryPolicy& policy, const CallOptions& options,
-                                   const EndpointLabel& label, int* attempts) {
+                                   const EndpointLabel& label, int* attempts,
+                                   const SendOptions& send) {
   const int max_attempts = std::max(1, policy.max_attempts);
+  // The attempts run under the nearer of the caller's deadline and the model's call timeout.
+  CallOptions bounded = options;
+  const bool call_deadline_binds =
+      send.call_deadline && (!options.deadline || *send.call_deadline < *options.deadline);
+  if (call_deadline_binds) bounded.deadline = send.call_deadline;
+  auto past_deadline = [&](std::string what) {
+    // Crossing the caller's deadline is the caller's budget; crossing the model's call timeout
+    // is the provider being too slow (transient).
+    if (call_deadline_binds) {
+      return Error{ErrorCode::kTimeout,
+                   fmt::format("model '{}': the call timeout of {:g} s (call_timeout_s) {}",
+                               label.model_id,
+                               static_cast<double>(send.call_timeout.count()) / 1000, what)};
+    }
+    return Error{ErrorCode::kResourceExhausted,
+                 fmt::format("model '{}': the call's deadline {}", label.model_id, what)};
+  };
   for (int attempt = 1;; ++attempt) {
     if (attempts != nullptr) *attempts = attempt;
-    auto result = transport.Send(request, options);
+    // Every request on the wire takes a permit, retries included.
+    std::optional<RateLimiter::Permit> permit;
+    if (send.limiter != nullptr) {
+      auto taken = send.limiter->Acquire(send.estimated_tokens, bounded);
+      if (!taken) {
+        Error error = taken.error();
+        if (error.code == ErrorCode::kResourceExhausted) {
+          return std::unexpected(past_deadline("would pass before the rate limit lets it start"));
+        }
+        error.message = fmt::format("model '{}': {}", label.model_id, error.message);
+        return std::unexpected(std::move(error));
+      }
+      permit.emplace(std::move(*taken));
+    }
+    auto result = transport.Send(request, bounded);
+    permit.reset();
     std::optional<milliseconds> wait;
     std::string reason;
     if (result) {
@@ -188,36 +286,43 @@ Result<HttpResponse> SendWithRetry(HttpTransport& transport, const HttpRequest& 
       reason = fmt::format("HTTP {}", result->status);
       if (verdict.retry_after) {
         if (*verdict.retry_after > policy.max_retry_after) {
-          return MakeError(ErrorCode::kResourceExhausted,
-                           fmt::format("model '{}': HTTP {} with Retry-After of {} s, longer than "
-                                       "the {} s KForge waits; try again later.",
-                                       label.model_id, result->status,
-                                       verdict.retry_after->count() / 1000,
-                                       policy.max_retry_after.count() / 1000));
+          return MakeError(
+              ErrorCode::kUnavailable,
+              fmt::format("model '{}': HTTP {} with {} of {} s, longer than the {} s KForge "
+                          "waits; try again later.",
+                          label.model_id, result->status, verdict.retry_after_source,
+                          (verdict.retry_after->count() + 999) / 1000,
+                          policy.max_retry_after.count() / 1000));
         }
         // Honour the server's wait, plus up to 10% jitter so that parallel callers spread out.
         wait = *verdict.retry_after +
                milliseconds(static_cast<long>(UniformUnit() * verdict.retry_after->count() / 10));
+        reason += fmt::format(", {} {} ms", verdict.retry_after_source, verdict.retry_after->count());
       }
     } else {
-      const ErrorCode code = result.error().code;
-      const bool retryable = code == ErrorCode::kUnavailable || code == ErrorCode::kTimeout;
-      const bool deadline_passed =
-          options.deadline && Clock::now() >= *options.deadline;
+      const Error& failed = result.error();
+      const bool retryable = (failed.code == ErrorCode::kUnavailable &&
+                              !failed.message.starts_with(kCannotConnect)) ||
+                             failed.code == ErrorCode::kTimeout;
+      const bool deadline_passed = bounded.deadline && Clock::now() >= *bounded.deadline;
+      if (deadline_passed && failed.code == ErrorCode::kTimeout && call_deadline_binds) {
+        return std::unexpected(past_deadline(fmt::format("passed ({})", Redact(failed.message))));
+      }
       if (!retryable || deadline_passed || attempt >= max_attempts) {
         Error error = std::move(result).error();
-        error.message = fmt::format("model '{}': {}", label.model_id, error.message);
+        error.message = fmt::format("model '{}': {}", label.model_id, Redact(error.message));
         if (retryable && attempt > 1) error.message += fmt::format(" (after {} attempts)", attempt);
+        if (error.message.find(kCannotConnect) != std::string::npos) {
+          error.message += "; not retried: is the server running, and is the entry's `endpoint` right?";
+        }
         return std::unexpected(std::move(error));
       }
-      reason = result.error().message;
+      reason = failed.message;
     }
     if (!wait) wait = Backoff(policy, attempt - 1);
-    if (options.deadline && Clock::now() + *wait >= *options.deadline) {
-      return MakeError(ErrorCode::kTimeout,
-                       fmt::format("model '{}': the call's deadline would pass while waiting "
-                                   "{} ms to retry ({})",
-                                   label.model_id, wait->count(), reason));
+    if (bounded.deadline && Clock::now() + *wait >= *bounded.deadline) {
+      return std::unexpected(past_deadline(
+          fmt::format("would pass while waiting {} ms to retry ({})", wait->count(), Redact(reason))));
     }
     spdlog::warn("model '{}': {}; retrying in {} ms (attempt {}/{})", label.model_id,
                  Redact(reason), wait->count(), attempt + 1, max_attempts);

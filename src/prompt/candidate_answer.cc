@@ -8,7 +8,6 @@
 #include <tuple>
 
 #include "code_blocks.h"
-#include "kforge/prompt/candidate_format.h"
 
 namespace kforge {
 namespace {

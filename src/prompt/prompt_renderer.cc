@@ -6,7 +6,7 @@
 #include <kainjow/mustache.hpp>
 
 #include "kforge/core/files.h"
-#include "kforge/prompt/candidate_format.h"
+#include "kforge/target/backend.h"
 
 namespace kforge {
 namespace {
@@ -141,28 +141,6 @@ Result<std::string> Render(const fs::path& dir, const fs::path& relative, const 
   }
 }
 
-std::string ModelTitle(ProgrammingModel model) {
-  switch (model) {
-    case ProgrammingModel::kCuda:
-      return "CUDA C++";
-    case ProgrammingModel::kTriton:
-      return "Triton";
-    case ProgrammingModel::kCute:
-      return "CuTe DSL (CUTLASS Python)";
-    case ProgrammingModel::kHip:
-      return "HIP C++";
-    case ProgrammingModel::kSycl:
-      return "SYCL 2020 C++";
-    case ProgrammingModel::kMetal:
-      return "Metal Shading Language";
-    case ProgrammingModel::kOpenCl:
-      return "OpenCL C";
-    case ProgrammingModel::kCpp:
-      return "C++ with OpenMP";
-  }
-  return "?";
-}
-
 // "sm_90" for NVIDIA, "gfx942" for AMD; empty when the target does not pin an architecture.
 std::string ArchName(const Target& target) {
   if (target.arch == 0) return {};
@@ -175,13 +153,14 @@ std::string Number(double value) { return fmt::format("{:g}", value); }
 
 // Values every template can use: the target, its candidate format and the task.
 data CommonValues(const Task& task, const Target& target) {
-  const CandidateFormat& format = CandidateFormatOf(target.model);
+  const ModelTraits& traits = TraitsOf(target.model);
+  const CandidateFormat& format = traits.format;
   data d{data::type::object};
   d.set("target", target.ToString());
   d.set("vendor", std::string(VendorName(target.vendor)));
   d.set("device", target.device.empty() ? std::string("any") : target.device);
   d.set("model", std::string(ProgrammingModelName(target.model)));
-  d.set("model_title", ModelTitle(target.model));
+  d.set("model_title", traits.title);
   const std::string arch = ArchName(target);
   if (!arch.empty()) d.set("arch", arch);
   d.set("file_name", format.file_name);
@@ -229,16 +208,24 @@ PromptRenderer::PromptRenderer(fs::path templates_dir) : templates_dir_(std::mov
 PromptRenderer::PromptRenderer() : PromptRenderer(KforgeHome() / "templates") {}
 
 Result<RenderedPrompt> PromptRenderer::RenderGeneration(const GenerationPromptInputs& in) const {
-  const std::string model(ProgrammingModelName(in.target.model));
-  const CandidateFormat& format = CandidateFormatOf(in.target.model);
+  const ModelTraits& traits = TraitsOf(in.target.model);
+  const CandidateFormat& format = traits.format;
   data d = CommonValues(in.task, in.target);
 
-  auto conventions = Render(templates_dir_, fs::path("conventions") / (model + ".mustache"), d);
+  // The model's template folder: its conventions and its one-shot example, whose task is the
+  // folder's own reference.py or the one all examples share.
+  const fs::path example_dir = fs::path("examples") / traits.templates;
+  auto conventions = Render(templates_dir_, example_dir / "conventions.mustache", d);
   if (!conventions) return std::unexpected(std::move(conventions).error());
   d.set("conventions", *conventions);
 
-  const fs::path example_dir = fs::path("examples") / model;
-  auto example_reference = LoadFile(templates_dir_, example_dir / "reference.py", "example");
+  std::error_code ec;
+  const fs::path own_reference = example_dir / "reference.py";
+  auto example_reference = LoadFile(templates_dir_,
+                                    fs::exists(templates_dir_ / own_reference, ec)
+                                        ? own_reference
+                                        : fs::path("examples") / "reference.py",
+                                    "example");
   if (!example_reference) return std::unexpected(std::move(example_reference).error());
   auto example_candidate = LoadFile(templates_dir_, example_dir / format.file_name, "example");
   if (!example_candidate) return std::unexpected(std::move(example_candidate).error());
@@ -289,10 +276,11 @@ Result<RenderedPrompt> PromptRenderer::RenderGeneration(const GenerationPromptIn
 
   if (in.translate_from) {
     const TranslationSource& t = *in.translate_from;
-    const CandidateFormat& source_format = CandidateFormatOf(t.target.model);
+    const ModelTraits& source = TraitsOf(t.target.model);
+    const CandidateFormat& source_format = source.format;
     data tr{data::type::object};
     tr.set("source_target", t.target.ToString());
-    tr.set("source_model_title", ModelTitle(t.target.model));
+    tr.set("source_model_title", source.title);
     tr.set("source_file_name", t.file_name.empty() ? source_format.file_name : t.file_name);
     tr.set("source_fence", source_format.fence_language);
     tr.set("source_code", Code(t.source));

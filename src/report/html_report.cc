@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -78,7 +79,20 @@ pre.diff .h{color:#0550ae;display:block}
 details{margin:4px 0}summary{cursor:pointer}
 )";
 
-// The chart data of index.html: Chart.js configurations without functions.
+// The chart data of index.html: Chart.js configurations without functions. Every chart draws
+// every task of the run: the tasks reported apart (degenerate, held for review) in series of
+// their own, named so, so that a run whose tasks are all apart still shows what it did.
+
+// " (held for review, apart)" for a series of apart tasks, "" for the headline.
+std::string ApartSuffix(TaskClass c) {
+  switch (c) {
+    case TaskClass::kHeadline: return "";
+    case TaskClass::kDegenerate: return " (degenerate, apart)";
+    case TaskClass::kHeld: return " (held for review, apart)";
+  }
+  return "";
+}
+
 json FastPChart(const RunMetrics& m) {
   json datasets = json::array();
   json labels = json::array();
@@ -86,16 +100,16 @@ json FastPChart(const RunMetrics& m) {
   const char* colors[] = {"#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e"};
   int color = 0;
   for (const GroupMetrics& g : m.groups) {
-    if (g.task_class != TaskClass::kHeadline) continue;
     std::vector<const TaskOutcome*> tasks;
     for (const TaskOutcome& t : m.tasks) {
-      if (t.task_class == TaskClass::kHeadline && t.precision == g.precision) tasks.push_back(&t);
+      if (t.task_class == g.task_class && t.precision == g.precision) tasks.push_back(&t);
     }
     for (Baseline b : kBaselines) {
       if (g.baselines[Index(b)].measured == 0) continue;
       json points = json::array();
       for (int i = 0; i <= 60; ++i) points.push_back(Num(FastP(tasks, b, i * 0.05)));
-      datasets.push_back({{"label", fmt::format("{} · vs {}", g.precision.Describe(), BaselineName(b))},
+      datasets.push_back({{"label", fmt::format("{} · vs {}{}", g.precision.Describe(), BaselineName(b),
+                                                ApartSuffix(g.task_class))},
                           {"data", points},
                           {"borderColor", colors[color % 6]},
                           {"backgroundColor", colors[color % 6]},
@@ -110,16 +124,23 @@ json FastPChart(const RunMetrics& m) {
            {{"scales",
              {{"x", {{"title", {{"display", true}, {"text", "threshold p (speedup)"}}}}},
               {"y", {{"min", 0}, {"max", 1}, {"title", {{"display", true}, {"text", "fast_p"}}}}}}},
-            {"plugins", {{"title", {{"display", true}, {"text", "fast_p curve (headline tasks)"}}}}}}}};
+            {"plugins",
+             {{"title",
+               {{"display", true},
+                {"text", datasets.empty() ? std::string("fast_p curve: no task has a measured speedup")
+                                          : std::string("fast_p curve")}}}}}}}};
 }
 
 json DistributionChart(const RunMetrics& m) {
   static constexpr double kEdges[] = {0, 0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0};
   constexpr std::size_t kBins = std::size(kEdges);
-  std::vector<int> counts(kBins, 0);
+  // One series per class, so that apart tasks are drawn and named as such.
+  std::map<TaskClass, std::vector<int>> counts;
   int unmeasured = 0;
+  int correct = 0;
   for (const TaskOutcome& t : m.tasks) {
-    if (t.task_class != TaskClass::kHeadline || !t.correct) continue;
+    if (!t.correct) continue;
+    ++correct;
     const auto& s = t.best_speedup[Index(Baseline::kEager)];
     if (!s) {
       ++unmeasured;
@@ -127,7 +148,16 @@ json DistributionChart(const RunMetrics& m) {
     }
     std::size_t bin = 0;
     while (bin + 1 < kBins && *s >= kEdges[bin + 1]) ++bin;
-    ++counts[bin];
+    auto& series = counts[t.task_class];
+    series.resize(kBins, 0);
+    ++series[bin];
+  }
+  json datasets = json::array();
+  const char* colors[] = {"#0969da", "#9a6700", "#bf3989"};
+  for (const auto& [c, series] : counts) {
+    datasets.push_back({{"label", fmt::format("correct tasks by best speedup vs eager{}", ApartSuffix(c))},
+                        {"data", series},
+                        {"backgroundColor", colors[static_cast<int>(c) % 3]}});
   }
   json labels = json::array();
   for (std::size_t i = 0; i < kBins; ++i) {
@@ -135,20 +165,17 @@ json DistributionChart(const RunMetrics& m) {
                                    : fmt::format("≥ {:g}×", kEdges[i]));
   }
   return {{"type", "bar"},
-          {"data",
-           {{"labels", labels},
-            {"datasets",
-             json::array({{{"label", "correct headline tasks by best speedup vs eager"},
-                           {"data", counts},
-                           {"backgroundColor", "#0969da"}}})}}},
+          {"data", {{"labels", labels}, {"datasets", datasets}}},
           {"options",
            {{"scales", {{"y", {{"beginAtZero", true}, {"title", {{"display", true}, {"text", "tasks"}}}}}}},
             {"plugins",
              {{"title",
                {{"display", true},
-                {"text", fmt::format("Speedup distribution vs eager ({} correct without a measured "
-                                     "speedup not shown)",
-                                     unmeasured)}}}}}}}};
+                {"text", correct == 0
+                             ? std::string("Speedup distribution vs eager: no correct task in this run")
+                             : fmt::format("Speedup distribution vs eager ({} correct without a "
+                                           "measured speedup not shown)",
+                                           unmeasured)}}}}}}}};
 }
 
 json IterationChart(const RunMetrics& m) {
@@ -158,18 +185,19 @@ json IterationChart(const RunMetrics& m) {
   const char* colors[] = {"#0969da", "#1a7f37", "#bf3989", "#9a6700"};
   int color = 0;
   for (const GroupMetrics& g : m.groups) {
-    if (g.task_class != TaskClass::kHeadline) continue;
     json best = json::array(), correct = json::array();
     for (const IterationPoint& p : g.iterations) {
       best.push_back(Num(p.geomean_best));
       correct.push_back(Num(p.correct_rate));
     }
-    datasets.push_back({{"label", fmt::format("{} · geomean best speedup vs eager", g.precision.Describe())},
+    datasets.push_back({{"label", fmt::format("{} · geomean best speedup vs eager{}", g.precision.Describe(),
+                                              ApartSuffix(g.task_class))},
                         {"data", best},
                         {"yAxisID", "y"},
                         {"borderColor", colors[color % 4]},
                         {"backgroundColor", colors[color % 4]}});
-    datasets.push_back({{"label", fmt::format("{} · share of tasks correct", g.precision.Describe())},
+    datasets.push_back({{"label", fmt::format("{} · share of tasks correct{}", g.precision.Describe(),
+                                              ApartSuffix(g.task_class))},
                         {"data", correct},
                         {"yAxisID", "y1"},
                         {"borderDash", json::array({5, 4})},
@@ -190,7 +218,7 @@ json IterationChart(const RunMetrics& m) {
                 {"grid", {{"drawOnChartArea", false}}},
                 {"title", {{"display", true}, {"text", "share correct"}}}}}}},
             {"plugins",
-             {{"title", {{"display", true}, {"text", "Improvement per iteration (headline tasks)"}}}}}}}};
+             {{"title", {{"display", true}, {"text", "Improvement per iteration"}}}}}}}};
 }
 
 json RooflineChart(const RunMetrics& m, bool& by_intensity) {
@@ -198,24 +226,29 @@ json RooflineChart(const RunMetrics& m, bool& by_intensity) {
   for (const TaskOutcome& t : m.tasks) {
     if (t.best_sol_fraction && t.arithmetic_intensity) by_intensity = true;
   }
-  json points = json::array();
+  std::map<TaskClass, json> points;
   int shown = 0;
   for (const TaskOutcome& t : m.tasks) {
-    if (t.task_class != TaskClass::kHeadline || !t.best_sol_fraction) continue;
+    if (!t.best_sol_fraction) continue;
     const auto x = by_intensity ? t.arithmetic_intensity : t.best_speedup[Index(Baseline::kEager)];
     if (!x) continue;
-    points.push_back({{"x", Num(x)}, {"y", Num(t.best_sol_fraction)}});
+    auto& series = points[t.task_class];
+    if (series.is_null()) series = json::array();
+    series.push_back({{"x", Num(x)}, {"y", Num(t.best_sol_fraction)}});
     ++shown;
+  }
+  json datasets = json::array();
+  const char* colors[] = {"#bf3989", "#9a6700", "#0969da"};
+  for (const auto& [c, series] : points) {
+    datasets.push_back({{"label", fmt::format("best candidate per task{}", ApartSuffix(c))},
+                        {"data", series},
+                        {"backgroundColor", colors[static_cast<int>(c) % 3]}});
   }
   const std::string x_title =
       by_intensity ? "arithmetic intensity (FLOP/byte, from task metadata)"
                    : "speedup vs eager (arithmetic intensity not in the task metadata)";
   return {{"type", "scatter"},
-          {"data",
-           {{"datasets",
-             json::array({{{"label", "best candidate per task"},
-                           {"data", points},
-                           {"backgroundColor", "#bf3989"}}})}}},
+          {"data", {{"datasets", datasets}}},
           {"options",
            {{"scales",
              {{"x", {{"type", "logarithmic"}, {"title", {{"display", true}, {"text", x_title}}}}},
@@ -344,11 +377,13 @@ std::string RenderIndexHtml(const RunData& run, const RunMetrics& m, std::string
   // Summary.
   out += "<h2 id=\"summary\">Summary</h2>\n<p class=note>Figures are computed per precision group "
          "(policy and the tolerance it implies) and never pooled across groups. A task's speedup "
-         "is its best correct candidate's (not held for review), as stored in the verdict: baseline "
-         "median / candidate median, same device, same evaluation. fast<sub>p</sub> (KernelBench) = "
-         "tasks correct with speedup &gt; p, divided by all tasks of the group. Geomean over the "
-         "tasks with a measured speedup. Degenerate tasks and tasks with a candidate held for "
-         "review are reported apart and are not in the headline figures.<br>";
+         "is its best candidate's (the kernel the run wrote to best/: correct, the lowest timed "
+         "median, not held for review while another correct one is not), as stored in the "
+         "verdict: baseline median / candidate median, same device, same evaluation. "
+         "fast<sub>p</sub> (KernelBench) = tasks correct with speedup &gt; p, divided by all tasks "
+         "of the group. Geomean over the tasks with a measured speedup. Degenerate tasks and tasks "
+         "with a candidate held for review are reported apart and are not in the headline figures; "
+         "the charts draw them in series of their own.<br>";
   for (Baseline b : kBaselines) {
     out += fmt::format("<b>{}</b>: {}.<br>", BaselineName(b), H(BaselineDescription(b)));
   }
@@ -390,8 +425,8 @@ std::string RenderIndexHtml(const RunData& run, const RunMetrics& m, std::string
     out += fmt::format("<div class=chart><div class=area><canvas id=\"{}\"></canvas></div></div>\n", id);
   }
   out += fmt::format(
-      "</div>\n<p class=note>Roofline: the y axis is timing.sol_fraction of each headline task's "
-      "best candidate; the x axis is {}.</p>\n",
+      "</div>\n<p class=note>Roofline: the y axis is timing.sol_fraction of each task's best "
+      "candidate; the x axis is {}.</p>\n",
       by_intensity ? "the task's arithmetic intensity (FLOP/byte, from its metadata)"
                    : "the speedup against eager, because no task states its arithmetic intensity");
 
@@ -634,6 +669,13 @@ Status RenderTaskHtml(const RunData& run, const RunMetrics& m, std::size_t task_
       if (profiles) {
         for (const auto& p : *profiles) {
           auto summary = store.GetArtifact(p.summary_hash);
+          if (summary && summary->empty()) {
+            // A profile pass that failed: its raw text says why (synth::SynthesisSetup).
+            auto why = store.GetArtifact(p.raw_hash);
+            out += fmt::format("<p>profile pass failed: {}</p>\n",
+                               why ? H(*why) : "reason missing");
+            continue;
+          }
           out += fmt::format("<details><summary>profile summary ({})</summary><pre>{}</pre></details>\n",
                              H(p.tool), summary ? H(*summary) : "summary artifact missing");
         }

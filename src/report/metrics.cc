@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "kforge/store/ranking.h"
 #include "kforge/task/task.h"
 
 namespace kforge::report {
@@ -87,6 +88,17 @@ DistributionSummary Summarize(const std::vector<double>& v) {
   return d;
 }
 
+// What the one ranking rule reads of a candidate (its latest evaluation).
+store::Standing StandingOf(const CandidateData& c) {
+  return store::Standing{
+      .correct = c.evaluation && c.evaluation->status == store::EvaluationStatus::kCorrect,
+      .held_for_review = c.verdict.held_for_review,
+      .median_s = c.verdict.candidate_time ? std::optional<double>(c.verdict.candidate_time->median_s)
+                                           : std::nullopt,
+      .sample = c.record.sample,
+      .iteration = c.record.iteration};
+}
+
 TaskOutcome Outcome(const TaskData& task, std::size_t index, std::int64_t max_iteration) {
   TaskOutcome o;
   o.name = task.record.name;
@@ -108,8 +120,9 @@ TaskOutcome Outcome(const TaskData& task, std::size_t index, std::int64_t max_it
   const std::size_t iterations = max_iteration < 0 ? 0 : static_cast<std::size_t>(max_iteration + 1);
   o.best_so_far.assign(iterations, std::nullopt);
   o.correct_so_far.assign(iterations, false);
-  std::string first_correct;
   const CandidateData* last_evaluated = nullptr;
+  // Correct candidates by iteration, for the best of the task and the best by each iteration.
+  std::vector<std::vector<const CandidateData*>> correct_at(iterations);
 
   for (const CandidateData& c : task.candidates) {
     if (!c.evaluation) continue;
@@ -133,29 +146,28 @@ TaskOutcome Outcome(const TaskData& task, std::size_t index, std::int64_t max_it
     }
     if (c.evaluation->status != store::EvaluationStatus::kCorrect) continue;
     ++o.correct_candidates;
-    if (v.held_for_review) continue;
-    o.correct = true;
-    if (first_correct.empty()) first_correct = c.record.id;
-    for (Baseline b : kBaselines) {
-      auto s = SpeedupOf(v, b);
-      auto& best = o.best_speedup[Index(b)];
-      if (s && (!best || *s > *best)) {
-        best = s;
-        o.best_candidate_id[Index(b)] = c.record.id;
-      }
+    const std::size_t at = c.record.iteration < 0 ? 0 : static_cast<std::size_t>(c.record.iteration);
+    if (at < iterations) correct_at[at].push_back(&c);
+  }
+  // The best candidate by the one rule (store/ranking.h), as it stood after each iteration.
+  const CandidateData* best = nullptr;
+  for (std::size_t i = 0; i < iterations; ++i) {
+    for (const CandidateData* c : correct_at[i]) {
+      if (best == nullptr || store::IsBetter(StandingOf(*c), StandingOf(*best))) best = c;
     }
-    const auto eager = SpeedupOf(v, Baseline::kEager);
-    const std::size_t from = c.record.iteration < 0 ? 0 : static_cast<std::size_t>(c.record.iteration);
-    for (std::size_t i = from; i < iterations; ++i) {
-      o.correct_so_far[i] = true;
-      if (eager && (!o.best_so_far[i] || *eager > *o.best_so_far[i])) o.best_so_far[i] = eager;
+    o.correct_so_far[i] = best != nullptr;
+    if (best != nullptr && !best->verdict.held_for_review) {
+      o.best_so_far[i] = SpeedupOf(best->verdict, Baseline::kEager);
     }
   }
-  o.best_id = o.best_candidate_id[Index(Baseline::kEager)];
-  if (o.best_id.empty()) o.best_id = first_correct;
-  for (const CandidateData& c : task.candidates) {
-    if (c.record.id != o.best_id || o.best_id.empty()) continue;
-    if (auto sol = c.verdict.sol_fraction; sol && std::isfinite(*sol) && *sol >= 0 && *sol <= 1) {
+  if (best != nullptr) {
+    o.correct = true;
+    o.best_id = best->record.id;
+    for (Baseline b : kBaselines) {
+      o.best_speedup[Index(b)] = SpeedupOf(best->verdict, b);
+      if (o.best_speedup[Index(b)]) o.best_candidate_id[Index(b)] = best->record.id;
+    }
+    if (auto sol = best->verdict.sol_fraction; sol && std::isfinite(*sol) && *sol >= 0 && *sol <= 1) {
       o.best_sol_fraction = sol;
     }
   }

@@ -57,7 +57,7 @@ json GroupJson(const GroupMetrics& g) {
                        {"max", Number(g.sol_fraction.max)}};
   json iterations = json::array();
   for (const IterationPoint& p : g.iterations) {
-    iterations.push_back({{"iteration", p.iteration},
+    iterations.push_back({{"iteration", p.iteration + 1},  // from 1, as the terminal counts
                           {"correct_rate", Number(p.correct_rate)},
                           {"fast_1_vs_eager", Number(p.fast_1)},
                           {"geomean_best_speedup_vs_eager", Number(p.geomean_best)},
@@ -99,7 +99,7 @@ json TaskJson(const TaskOutcome& t, const TaskData& data) {
   for (const HeldCandidate& h : t.held) {
     held.push_back({{"candidate", h.candidate_id},
                     {"sample", h.sample},
-                    {"iteration", h.iteration},
+                    {"iteration", h.iteration + 1},
                     {"speedup_vs_eager", Number(h.speedup_vs_eager)},
                     {"reason", h.reason}});
   }
@@ -171,7 +171,7 @@ std::string RenderReportJson(const RunData& run, const RunMetrics& metrics) {
                  {"headline_tasks", metrics.headline_tasks},
                  {"degenerate_tasks", metrics.degenerate_tasks},
                  {"held_for_review_tasks", metrics.held_tasks},
-                 {"max_iteration", metrics.max_iteration},
+                 {"max_iteration", metrics.max_iteration + 1},
                  {"unparsable_verdicts", run.unparsable_verdicts}};
   json groups = json::array();
   for (const GroupMetrics& g : metrics.groups) groups.push_back(GroupJson(g));
@@ -223,7 +223,7 @@ std::string RenderCandidatesCsv(const RunData& run) {
       };
       out += fmt::format(
           "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", Cell(t.record.name),
-          c.record.id, c.record.parent_id.value_or(""), c.record.sample, c.record.iteration,
+          c.record.id, c.record.parent_id.value_or(""), c.record.sample, c.record.iteration + 1,
           store::ToString(c.record.pass_kind),
           c.evaluation ? store::ToString(c.evaluation->status) : "not_evaluated", Cell(v.policy),
           median(v.candidate_time), median(v.eager_baseline), median(v.compile_baseline),

@@ -1,16 +1,20 @@
 #include "kforge/synth/candidate_ranking.h"
 
-#include <tuple>
+#include "kforge/store/ranking.h"
 
 namespace kforge::synth {
 
+store::Standing StandingOf(const EvaluatedCandidate& c) {
+  return store::Standing{.correct = c.correct(),
+                         .held_for_review = c.verdict.held_for_review,
+                         .median_s = c.verdict.timing ? std::optional<double>(c.verdict.timing->median_s)
+                                                      : std::nullopt,
+                         .sample = c.sample,
+                         .iteration = c.iteration};
+}
+
 bool IsBetter(const EvaluatedCandidate& challenger, const EvaluatedCandidate& incumbent) {
-  if (kforge::IsBetter(challenger.verdict, incumbent.verdict)) return true;
-  if (kforge::IsBetter(incumbent.verdict, challenger.verdict)) return false;
-  // Equal standing: the earlier candidate stays, so the choice does not depend on which sample
-  // finished first.
-  return std::tie(challenger.sample, challenger.iteration) <
-         std::tie(incumbent.sample, incumbent.iteration);
+  return store::IsBetter(StandingOf(challenger), StandingOf(incumbent));
 }
 
 }  // namespace kforge::synth

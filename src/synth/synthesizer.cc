@@ -16,8 +16,10 @@
 #include "kforge/agent/analysis_agent.h"
 #include "kforge/agent/generation_agent.h"
 #include "kforge/agent/llm_call_log.h"
+#include "kforge/core/activity.h"
 #include "kforge/core/files.h"
 #include "kforge/core/thread_pool.h"
+#include "kforge/llm/call_failure.h"
 
 namespace kforge::synth {
 namespace {
@@ -73,7 +75,10 @@ struct SampleState {
   int optimization_attempts = 0;
   int repair_attempts = 0;  // repairs of the current failed optimization candidate
   std::string stop_reason;
-  bool call_failed = false;  // the sample stopped on a failed LLM call
+  // The sample stopped on a failed LLM call: what kind of failure, and its message.
+  std::optional<llm::CallFailureKind> call_failure;
+  std::string call_error;
+  std::string task_error;  // the sample stopped on a reference_error (the task is broken)
 };
 
 }  // namespace
@@ -86,6 +91,7 @@ struct Synthesizer::Impl {
   Status StepRegisterTask();
   std::optional<std::string> StepCheckBudgets() const;
   Status RunSample(SampleState& state);
+  Result<std::string> StepProfile(const EvaluatedCandidate& base);
   Result<std::vector<Recommendation>> StepAnalyse(SampleState& state, int iteration);
   Result<agent::GenerationAnswer> StepGenerate(SampleState& state, GenerationPass pass,
                                                const std::vector<Recommendation>& advice);
@@ -98,6 +104,12 @@ struct Synthesizer::Impl {
   Result<fs::path> StepWriteBest();
   void Report(ProgressEvent event);
   llm::CallOptions CallOptions() const;
+  void RecordCallFailure(SampleState& state, const Error& error, const llm::Provider& provider,
+                         std::string_view step);
+
+  const llm::Provider& AnalysisProvider() const {
+    return setup.analysis_provider ? *setup.analysis_provider : *setup.generation_provider;
+  }
 
   SynthesisSetup setup;
   PromptRenderer renderer;
@@ -173,11 +185,77 @@ std::optional<std::string> Synthesizer::Impl::StepCheckBudgets() const {
   return std::nullopt;
 }
 
+// A failed call ends the sample; its kind decides whether the run is paused (resumable) or ended.
+// A timeout past the run's own wall-time deadline is the budget's doing, not the provider's.
+void Synthesizer::Impl::RecordCallFailure(SampleState& state, const Error& error,
+                                          const llm::Provider& provider, std::string_view step) {
+  llm::CallFailureKind kind = llm::ClassifyCallFailure(error, provider.Info());
+  if (kind == llm::CallFailureKind::kTransient && deadline && Clock::now() >= *deadline) {
+    kind = llm::CallFailureKind::kBudget;
+  }
+  state.call_failure = kind;
+  state.call_error = error.message;
+  // A prompt waiting for a person's answer is a pause, not a failure: the message says which
+  // answer file to write.
+  state.stop_reason = kind == llm::CallFailureKind::kAwaitingAnswer
+                          ? fmt::format("paused: {}", error.message)
+                          : fmt::format("{} call failed: {}", step, error.message);
+  spdlog::info("[sample {}] {} call failed ({}): {}", state.sample, step,
+               llm::CallFailureKindName(kind), error.message);
+}
+
 llm::CallOptions Synthesizer::Impl::CallOptions() const {
   llm::CallOptions options;
   options.deadline = deadline;
   options.cancel = setup.cancel_calls;
   return options;
+}
+
+// Step: profile the candidate the advice is about (untimed, a pass of its own), once: the
+// profile stored with its evaluation is read back instead of profiling again, so that every
+// analysis of it, in this process or a resumed one, quotes the same figures. A failed pass is
+// stored too (tool "none", empty summary, the reason as its raw text) and the analysis goes
+// without a profile. Returns the summary text (empty: none); errors are the store's.
+Result<std::string> Synthesizer::Impl::StepProfile(const EvaluatedCandidate& base) {
+  auto evaluation = setup.store->FindEvaluation(base.candidate_id);
+  if (!evaluation) return std::unexpected(evaluation.error());
+  if (evaluation->has_value()) {
+    auto profiles = setup.store->ListProfiles((*evaluation)->id);
+    if (!profiles) return std::unexpected(profiles.error());
+    if (!profiles->empty()) {
+      const store::ProfileRecord& stored = profiles->front();  // the one the first analysis read
+      auto text = setup.store->GetArtifact(stored.summary_hash);
+      if (!text) return std::unexpected(text.error());
+      spdlog::info("profile: {} reuses profile {} ({})", base.candidate_id, stored.id,
+                   stored.tool);
+      return std::move(*text);
+    }
+  }
+  ScopedActivity activity("profiling");
+  auto captured = setup.profile_summary(base.file_name, base.source);
+  AnalysisProfile summary;
+  if (captured) {
+    summary = std::move(*captured);
+  } else {
+    spdlog::warn("profile: {}: {}; analysing without a profile", base.candidate_id,
+                 captured.error().message);
+    summary.tool = "none";
+    summary.raw = captured.error().message;
+  }
+  if (evaluation->has_value()) {
+    auto raw_hash = setup.store->PutArtifact(summary.raw);
+    if (!raw_hash) return std::unexpected(raw_hash.error());
+    auto summary_hash = setup.store->PutArtifact(summary.text);
+    if (!summary_hash) return std::unexpected(summary_hash.error());
+    store::ProfileRecord record;
+    record.evaluation_id = (*evaluation)->id;
+    record.tool = summary.tool;
+    record.raw_hash = *raw_hash;
+    record.summary_hash = *summary_hash;
+    auto added = setup.store->AddProfile(record);
+    if (!added) return std::unexpected(added.error());
+  }
+  return std::move(summary.text);
 }
 
 // Step: ask the analysis agent about the sample's best correct candidate. No advice (an answer
@@ -194,17 +272,13 @@ Result<std::vector<Recommendation>> Synthesizer::Impl::StepAnalyse(SampleState& 
   inputs.device = setup.device;
   inputs.max_recommendations = setup.options.max_recommendations;
   if (setup.profile_summary) {
-    // Step: profile the candidate the advice is about (untimed, a pass of its own).
-    auto summary = setup.profile_summary(base.file_name, base.source);
-    if (summary) {
-      inputs.profile_summary = std::move(*summary);
-      spdlog::info("[sample {} it {}] profile: summary of {} bytes", state.sample, iteration,
-                   inputs.profile_summary.size());
-    } else {
-      spdlog::warn("[sample {} it {}] profile: {}; analysing without a profile", state.sample,
-                   iteration, summary.error().message);
-    }
+    auto summary = StepProfile(base);
+    if (!summary) return std::unexpected(summary.error());
+    inputs.profile_summary = std::move(*summary);
+    spdlog::info("[sample {} it {}] profile: summary of {} bytes", state.sample, iteration,
+                 inputs.profile_summary.size());
   }
+  ScopedActivity activity("analysing");
   auto answer = analysis->Analyse(inputs, base.candidate_id, state.stream, CallOptions());
   if (!answer) return std::unexpected(answer.error());
   if (!answer->recommendations) {
@@ -239,6 +313,7 @@ Result<agent::GenerationAnswer> Synthesizer::Impl::StepGenerate(
                                         .timing = TimingText(base.verdict)};
     inputs.recommendations = advice;
   }
+  ScopedActivity activity("generating");
   return generation->Generate(inputs, state.stream, CallOptions());
 }
 
@@ -320,6 +395,7 @@ Result<EvaluatedCandidate> Synthesizer::Impl::StepEvaluate(const store::Candidat
     }
   }
 
+  ScopedActivity activity("evaluating");
   evaluated.verdict =
       setup.evaluate
           ? setup.evaluate(setup.task, *setup.backend, evaluated.path, setup.abandon)
@@ -425,8 +501,7 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
     if (pass == GenerationPass::kOptimization) {
       auto analysed = StepAnalyse(state, iteration);
       if (!analysed) {
-        state.stop_reason = fmt::format("analysis call failed: {}", analysed.error().message);
-        state.call_failed = true;
+        RecordCallFailure(state, analysed.error(), AnalysisProvider(), "analysis");
         break;
       }
       advice = std::move(*analysed);
@@ -434,8 +509,7 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
 
     auto answer = StepGenerate(state, pass, advice);
     if (!answer) {
-      state.stop_reason = fmt::format("generation call failed: {}", answer.error().message);
-      state.call_failed = true;
+      RecordCallFailure(state, answer.error(), *setup.generation_provider, "generation");
       break;
     }
     {
@@ -475,8 +549,18 @@ Status Synthesizer::Impl::RunSample(SampleState& state) {
     spdlog::info("[sample {} it {}] evaluate: {}", state.sample, iteration,
                  EvalStatusName(evaluated->verdict.status));
 
-    StepSelect(state, *evaluated);
     event.status = std::string(EvalStatusName(evaluated->verdict.status));
+    if (evaluated->verdict.status == EvalStatus::kReferenceError) {
+      // The task's own reference failed: nothing a candidate does can fix that, and the model
+      // must not be told to find the cause in its kernel.
+      state.task_error = evaluated->verdict.message;
+      state.stop_reason = fmt::format(
+          "the task's reference failed, so no candidate can be judged; fix the task ({})",
+          evaluated->verdict.message);
+      Report(event);
+      break;
+    }
+    StepSelect(state, *evaluated);
     Report(event);
   }
   if (state.stop_reason.empty()) {
@@ -515,6 +599,11 @@ Result<SynthesisResult> Synthesizer::Run() {
       impl.renderer, setup.analysis_provider ? setup.analysis_provider : setup.generation_provider,
       *impl.log);
 
+  if (setup.check_task) {
+    // Step: the task runs at all (a broken task is the user's to fix, before any prompt).
+    KFORGE_RETURN_IF_ERROR(setup.check_task(setup.task));
+    spdlog::info("check task: {} runs", setup.task.name);
+  }
   KFORGE_RETURN_IF_ERROR(impl.StepRegisterTask());
 
   const int samples = setup.options.samples;
@@ -531,8 +620,13 @@ Result<SynthesisResult> Synthesizer::Run() {
         setup.options.parallel_samples > 0 ? setup.options.parallel_samples : samples;
     ThreadPool pool(static_cast<std::size_t>(threads));
     std::vector<std::future<Status>> futures;
+    // The samples' phases go to the caller's live display, whichever thread runs them.
+    const ActivitySink sink = CurrentActivitySink();
     for (auto& state : states) {
-      futures.push_back(pool.Submit([&impl, &state] { return impl.RunSample(state); }));
+      futures.push_back(pool.Submit([&impl, &state, sink] {
+        ActivitySinkGuard guard(sink);
+        return impl.RunSample(state);
+      }));
     }
     for (auto& f : futures) outcomes.push_back(f.get());
   }
@@ -551,10 +645,23 @@ Result<SynthesisResult> Synthesizer::Run() {
   }
   std::vector<std::string> reasons;
   for (const auto& state : states) {
-    result.interrupted |= state.call_failed || state.stop_reason == kStoppedReason;
+    if (state.call_failure) {
+      if (!result.call_failure ||
+          llm::MoreDecisive(*state.call_failure, *result.call_failure) != *result.call_failure) {
+        result.call_failure = *state.call_failure;
+        result.call_error = state.call_error;
+      }
+    }
+    result.interrupted |= state.stop_reason == kStoppedReason;
+    result.awaiting_answer |= state.call_failure == llm::CallFailureKind::kAwaitingAnswer;
+    if (result.task_error.empty()) result.task_error = state.task_error;
     if (std::ranges::find(reasons, state.stop_reason) == reasons.end()) {
       reasons.push_back(state.stop_reason);
     }
+  }
+  // A permanent failure ends the run; any other failed call leaves it resumable.
+  if (result.call_failure) {
+    result.interrupted |= *result.call_failure != llm::CallFailureKind::kPermanent;
   }
   result.stop_reason = fmt::format("{}", fmt::join(reasons, "; "));
   spdlog::info("synthesis: {} step(s); best {}; {}", result.steps, Describe(result.best),

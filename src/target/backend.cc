@@ -4,6 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
+
+#include "registry.h"
 
 namespace kforge {
 
@@ -16,18 +19,25 @@ std::string_view CandidateKindName(CandidateKind kind) {
   return "?";
 }
 
+std::string_view StreamHandleName(StreamHandle handle) {
+  switch (handle) {
+    case StreamHandle::kNone:
+      return "none";
+    case StreamHandle::kCudaStream:
+      return "cuda-stream";
+    case StreamHandle::kHipStream:
+      return "hip-stream";
+    case StreamHandle::kSyclQueue:
+      return "sycl-queue";
+  }
+  return "none";
+}
+
 Result<CandidateKind> Backend::KindOf(const std::filesystem::path& candidate) const {
   const std::string ext = candidate.extension().string();
-  const auto exts = CandidateExtensions();
-  const bool own = std::find(exts.begin(), exts.end(), ext) != exts.end();
-  const ProgrammingModel model = target().model;
-  if (model == ProgrammingModel::kOpenCl && ext == ".py") return CandidateKind::kOpenCl;
-  if (model == ProgrammingModel::kTriton || model == ProgrammingModel::kCute ||
-      model == ProgrammingModel::kMetal) {
-    if (ext == ".py") return CandidateKind::kModule;
-  } else if (own) {
-    return CandidateKind::kNative;
-  } else if (ext == ".py") {
+  const auto& exts = format().extensions;
+  if (std::find(exts.begin(), exts.end(), ext) != exts.end()) return format().kind;
+  if (ext == ".py" && traits().kernelbench_compat) {
     return CandidateKind::kModule;  // KernelBench-style ModelNew (compatibility mode)
   }
   return InvalidArgument(fmt::format(
@@ -42,18 +52,32 @@ Result<CompileCommand> Backend::NativeCompile(const std::filesystem::path&,
                                      target().ToString()));
 }
 
-std::unique_ptr<Backend> NewBackend(const Target& target) {
-  switch (target.model) {
-    case ProgrammingModel::kCuda: return NewCudaBackend(target);
-    case ProgrammingModel::kTriton: return NewTritonBackend(target);
-    case ProgrammingModel::kCute: return NewCuteBackend(target);
-    case ProgrammingModel::kHip: return NewHipBackend(target);
-    case ProgrammingModel::kSycl: return NewSyclBackend(target);
-    case ProgrammingModel::kMetal: return NewMetalBackend(target);
-    case ProgrammingModel::kOpenCl: return NewOpenClBackend(target);
-    case ProgrammingModel::kCpp: return NewCppBackend(target);
-  }
-  return nullptr;
+std::unique_ptr<Backend> NewBackend(const Target& target, const Env& env) {
+  return RegistryEntry(target.model).make(target, env);
 }
+
+Status CheckRunsHere(const Backend& backend) {
+  const Availability a = backend.Probe();
+  if (a.usable()) return Ok();
+  std::vector<std::string> missing = a.missing;
+  if (missing.empty()) missing.emplace_back(a.toolchain ? "no device" : "no toolchain");
+  return Unavailable(fmt::format(
+      "target {} cannot run here: {} (`kforge targets` shows what each target needs)",
+      backend.target().ToString(), fmt::join(missing, "; ")));
+}
+
+const ModelTraits& TraitsOf(ProgrammingModel model) {
+  static const std::map<ProgrammingModel, ModelTraits> kTraits = [] {
+    std::map<ProgrammingModel, ModelTraits> traits;
+    for (const RegisteredModel& m : RegisteredModels()) {
+      const Target target{.vendor = m.vendors.front(), .device = "", .model = m.model, .arch = 0};
+      traits.emplace(m.model, m.make(target, Env::Default())->traits());
+    }
+    return traits;
+  }();
+  return kTraits.at(model);
+}
+
+const CandidateFormat& CandidateFormatOf(ProgrammingModel model) { return TraitsOf(model).format; }
 
 }  // namespace kforge

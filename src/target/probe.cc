@@ -6,10 +6,13 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "kforge/core/subprocess.h"
@@ -73,14 +76,15 @@ except Exception:
 
 }  // namespace
 
-std::string ProgramVersion(const std::string& program, const std::vector<std::string>& args) {
-  std::string path = FindProgram(program);
+std::string ProgramVersion(const std::string& program, const std::vector<std::string>& args,
+                           const Env& env) {
+  std::string path = env.FindProgram(program);
   if (path.empty()) return {};
   ProcessSpec spec;
   spec.argv = {path};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.timeout = std::chrono::seconds(30);
-  auto r = RunProcess(spec);
+  auto r = env.Run(spec);
   if (!r) return {};
   std::string line = FirstLine(r->stdout_text);
   return line.empty() ? FirstLine(r->stderr_text) : line;
@@ -105,7 +109,36 @@ const std::string& RunnerPython() {
   return python;
 }
 
+// A module the one-start list does not ask for: imported in a Python start of its own.
+std::string ImportedModuleVersion(const std::string& module) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(module); it != cache.end()) return it->second;
+  std::string version;
+  const bool plain_name = !module.empty() && std::all_of(module.begin(), module.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.';
+  });
+  if (plain_name && !RunnerPython().empty()) {
+    ProcessSpec spec;
+    spec.argv = {RunnerPython(), "-c",
+                 fmt::format("import importlib; m = importlib.import_module('{}'); "
+                             "print(getattr(m, '__version__', 'installed'))",
+                             module)};
+    spec.timeout = std::chrono::seconds(120);
+    if (auto r = RunProcess(spec); r && r->state == ProcessState::kDone && r->exit_code == 0) {
+      version = FirstLine(r->stdout_text);
+    }
+  }
+  cache[module] = version;
+  return version;
+}
+
 std::string PythonModuleVersion(const std::string& module) {
+  static const std::set<std::string> kAskedTogether = {
+      "torch",    "numpy", "triton", "pyopencl", "cutlass", "torch.cuda", "torch.mps.available",
+      "torch.mps"};
+  if (!kAskedTogether.contains(module)) return ImportedModuleVersion(module);
   const auto& modules = PythonModules();
   auto it = modules.find(module);
   return it == modules.end() ? std::string() : it->second;

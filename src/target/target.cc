@@ -8,6 +8,8 @@
 #include <charconv>
 #include <utility>
 
+#include "registry.h"
+
 namespace kforge {
 namespace {
 
@@ -17,17 +19,6 @@ constexpr std::array<std::pair<Vendor, std::string_view>, 5> kVendors = {{
     {Vendor::kIntel, "intel"},
     {Vendor::kApple, "apple"},
     {Vendor::kCpu, "cpu"},
-}};
-
-constexpr std::array<std::pair<ProgrammingModel, std::string_view>, 8> kModels = {{
-    {ProgrammingModel::kCuda, "cuda"},
-    {ProgrammingModel::kTriton, "triton"},
-    {ProgrammingModel::kCute, "cute"},
-    {ProgrammingModel::kHip, "hip"},
-    {ProgrammingModel::kSycl, "sycl"},
-    {ProgrammingModel::kMetal, "metal"},
-    {ProgrammingModel::kOpenCl, "opencl"},
-    {ProgrammingModel::kCpp, "cpp"},
 }};
 
 // Known products and their architecture numbers.
@@ -44,9 +35,15 @@ constexpr std::array<KnownDevice, 14> kKnownDevices = {{
     {Vendor::kApple, "m3", 0},       {Vendor::kApple, "m4", 0},
 }};
 
-std::string Names(auto const& table) {
+std::string VendorNames() {
   std::vector<std::string_view> names;
-  for (const auto& [value, name] : table) names.push_back(name);
+  for (const auto& [value, name] : kVendors) names.push_back(name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string ModelNames() {
+  std::vector<std::string_view> names;
+  for (const RegisteredModel& m : RegisteredModels()) names.push_back(m.name);
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
@@ -86,32 +83,25 @@ std::string_view VendorName(Vendor vendor) {
   return "?";
 }
 
-std::string_view ProgrammingModelName(ProgrammingModel model) {
-  for (const auto& [m, name] : kModels) {
-    if (m == model) return name;
-  }
-  return "?";
-}
+std::string_view ProgrammingModelName(ProgrammingModel model) { return RegistryEntry(model).name; }
 
 const std::vector<ProgrammingModel>& AllProgrammingModels() {
   static const std::vector<ProgrammingModel> all = [] {
     std::vector<ProgrammingModel> v;
-    for (const auto& [m, name] : kModels) v.push_back(m);
+    for (const RegisteredModel& m : RegisteredModels()) v.push_back(m.model);
     return v;
   }();
   return all;
 }
 
 std::vector<ProgrammingModel> ModelsOf(Vendor vendor) {
-  using PM = ProgrammingModel;
-  switch (vendor) {
-    case Vendor::kNvidia: return {PM::kCuda, PM::kTriton, PM::kCute, PM::kOpenCl};
-    case Vendor::kAmd: return {PM::kHip, PM::kTriton, PM::kOpenCl};
-    case Vendor::kIntel: return {PM::kSycl, PM::kTriton, PM::kOpenCl};
-    case Vendor::kApple: return {PM::kMetal};
-    case Vendor::kCpu: return {PM::kOpenCl, PM::kCpp};
+  std::vector<ProgrammingModel> models;
+  for (const RegisteredModel& m : RegisteredModels()) {
+    if (std::find(m.vendors.begin(), m.vendors.end(), vendor) != m.vendors.end()) {
+      models.push_back(m.model);
+    }
   }
-  return {};
+  return models;
 }
 
 std::vector<Target> AllTargets() {
@@ -143,16 +133,18 @@ Result<Target> Target::Parse(std::string_view text) {
                                 [&](const auto& v) { return v.second == vendor_name; });
   if (vendor_it == kVendors.end()) {
     return InvalidArgument(fmt::format("bad target '{}': unknown vendor '{}' (known: {})", text,
-                                       vendor_name, Names(kVendors)));
+                                       vendor_name, VendorNames()));
   }
   t.vendor = vendor_it->first;
-  auto model_it = std::find_if(kModels.begin(), kModels.end(),
-                               [&](const auto& m) { return m.second == model_name; });
-  if (model_it == kModels.end()) {
-    return InvalidArgument(fmt::format("bad target '{}': unknown programming model '{}' (known: {})",
-                                       text, model_name, Names(kModels)));
+  const auto& models = RegisteredModels();
+  auto model_it = std::find_if(models.begin(), models.end(),
+                               [&](const RegisteredModel& m) { return m.name == model_name; });
+  if (model_it == models.end()) {
+    return InvalidArgument(
+        fmt::format("bad target '{}': unknown programming model '{}' (known: {})", text, model_name,
+                    ModelNames()));
   }
-  t.model = model_it->first;
+  t.model = model_it->model;
   auto allowed = ModelsOf(t.vendor);
   if (std::find(allowed.begin(), allowed.end(), t.model) == allowed.end()) {
     std::vector<std::string_view> names;

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace kforge {
 namespace {
@@ -38,6 +42,36 @@ TEST_F(FilesTest, ReadFileGivesBackWhatWriteFileWrote) {
     ASSERT_TRUE(read.has_value()) << read.error().message;
     EXPECT_EQ(read->size(), size);
     EXPECT_TRUE(*read == bytes) << size;
+  }
+}
+
+// Several tasks of a bench writing one best kernel at once failed with "cannot rename
+// ...kernel.cpp.tmp<pid> ...": the threads of one process shared one temporary name.
+TEST_F(FilesTest, ConcurrentWritesOfOnePathAllSucceed) {
+  const fs::path path = dir_ / "best" / "kernel.cpp";
+  std::atomic<int> failures{0};
+  std::string first_failure;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        auto written = WriteFile(path, std::string(1000, static_cast<char>('a' + t)));
+        if (!written) {
+          std::lock_guard lock(mu);
+          if (failures++ == 0) first_failure = written.error().message;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->size(), 1000u);
+  EXPECT_EQ(text->find_first_not_of(text->front()), std::string::npos) << "a torn write";
+  for (const auto& entry : fs::directory_iterator(path.parent_path())) {
+    EXPECT_EQ(entry.path(), path) << "a temporary file was left behind";
   }
 }
 

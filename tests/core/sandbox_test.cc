@@ -96,3 +96,68 @@ TEST_F(SandboxTest, ChildKilledBySignalIsReportedAsThatSignal) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// The restricted view: what a compiler gets (an empty root with only the listed paths).
+SandboxPolicy ShellView(const fs::path& scratch) {
+  SandboxPolicy policy;
+  policy.scratch_dir = scratch;
+  policy.show_host_root = false;
+  // A shell and coreutils, named as the host names them (/bin and /lib are links on merged-/usr
+  // systems: the view recreates them).
+  policy.visible_paths = {"/bin/sh", "/usr/bin", "/lib", "/lib64", "/usr/lib"};
+  return policy;
+}
+
+TEST_F(SandboxTest, RestrictedViewShowsOnlyTheListedPaths) {
+  fs::path outside = fs::path("/var/tmp") / fmt::format("kforge-view-test-{}", ::getpid());
+  fs::create_directories(outside);
+  fs::permissions(outside, fs::perms::all);
+  { std::ofstream(outside / "visible-on-the-host") << "secret"; }
+  fs::permissions(outside / "visible-on-the-host", fs::perms::all);
+  auto r = Run(fmt::format("ls /; test -e /etc/passwd && echo passwd; test -e {0}/visible-on-the-host "
+                           "&& echo outside; echo x > /kforge-root-write && echo rootwrite; "
+                           "echo ok > $TMPDIR/here && cat $TMPDIR/here",
+                           outside.string()),
+               ShellView(scratch_));
+  fs::remove_all(outside);
+  EXPECT_EQ(r.stdout_text.find("passwd"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("outside"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("rootwrite"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("ok"), std::string::npos) << r.stdout_text << r.stderr_text;
+  EXPECT_EQ(r.stdout_text.find("root\n"), std::string::npos) << "the host's /root is shown";
+  EXPECT_EQ(r.stdout_text.find("home\n"), std::string::npos) << "the host's /home is shown";
+  EXPECT_TRUE(sandbox_->isolation(ShellView(scratch_)).restricted_view);
+}
+
+TEST_F(SandboxTest, RestrictedViewRecreatesSymlinksOnTheWay) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status("/lib", ec))) GTEST_SKIP() << "/lib is not a link here";
+  auto r = Run("readlink /lib; test -e /lib/x86_64-linux-gnu/libc.so.6 && echo libc || "
+               "ls /lib/",
+               ShellView(scratch_));
+  EXPECT_EQ(r.stdout_text.substr(0, r.stdout_text.find('\n')), fs::read_symlink("/lib").string())
+      << r.stdout_text << r.stderr_text;
+}
+
+TEST_F(SandboxTest, PrivateTmpAndShmHaveTheirSizeLimits) {
+  SandboxPolicy policy = Policy();
+  policy.tmp_bytes = 8ull << 20;
+  policy.shm_bytes = 4ull << 20;
+  if (sandbox_->isolation(policy).tmp_bytes == 0) {
+    GTEST_SKIP() << "this bubblewrap cannot size a tmpfs (--size needs 0.6)";
+  }
+  auto r = Run("dd if=/dev/zero of=/tmp/big bs=1M count=16 2>/dev/null; echo tmp=$?; "
+               "dd if=/dev/zero of=/dev/shm/big bs=1M count=8 2>/dev/null; echo shm=$?; "
+               "rm -f /tmp/big; dd if=/dev/zero of=/tmp/small bs=1M count=2 2>/dev/null; echo small=$?",
+               policy);
+  EXPECT_NE(r.stdout_text.find("tmp=1"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("shm=1"), std::string::npos) << r.stdout_text;
+  EXPECT_EQ(r.stdout_text.find("small=1"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(sandbox_->isolation(policy).Describe().find("/tmp 8 MiB"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge

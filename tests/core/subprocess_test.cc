@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <thread>
 
 namespace kforge {
 namespace {
@@ -171,6 +173,59 @@ TEST(SubprocessTest, MovableDeadline) {
   EXPECT_EQ(r->state, ProcessState::kTimedOut);
   EXPECT_FALSE(r->cancelled);
   EXPECT_LT(r->wall_seconds, 5.0);
+}
+
+}  // namespace
+}  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// A folder quota (ProcessSpec::folder_quota): the child is stopped once its folder holds more.
+TEST(SubprocessTest, FolderOverItsQuotaStopsTheChild) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("kforge-quota-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto quota = std::make_shared<FolderQuota>();
+  quota->folder = dir;
+  quota->max_bytes = 8ull << 20;
+  ProcessSpec spec;
+  // 64 MiB in 1 MiB writes, slowly enough that the walk sees it pass 8 MiB.
+  spec.argv = {"sh", "-c",
+               "for i in $(seq 64); do dd if=/dev/zero bs=1M count=1 2>/dev/null >> " +
+                   (dir / "fill").string() + "; sleep 0.02; done; echo finished"};
+  spec.timeout = std::chrono::seconds(60);
+  spec.folder_quota = quota;
+  spec.running_pid = std::make_shared<std::atomic<pid_t>>(0);
+  auto r = RunProcess(spec);
+  const auto left = std::filesystem::file_size(dir / "fill");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_text.find("finished"), std::string::npos) << "the child was not stopped";
+  EXPECT_NE(r->limit_exceeded.find("more than its quota of 8.0 MiB"), std::string::npos)
+      << r->limit_exceeded;
+  EXPECT_EQ(r->state, ProcessState::kFailed);
+  EXPECT_LT(left, 32ull << 20);
+  EXPECT_EQ(spec.running_pid->load(), 0) << "the pid is cleared once the child is reaped";
+}
+
+TEST(SubprocessTest, FolderWithinItsQuotaIsLeftAlone) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("kforge-quota-ok-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto quota = std::make_shared<FolderQuota>();
+  quota->folder = dir;
+  quota->max_bytes = 64ull << 20;
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "dd if=/dev/zero of=" + (dir / "small").string() +
+                               " bs=1M count=2 2>/dev/null; sleep 0.3; echo finished"};
+  spec.folder_quota = quota;
+  auto r = RunProcess(spec);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, ProcessState::kDone);
+  EXPECT_TRUE(r->limit_exceeded.empty());
+  EXPECT_NE(r->stdout_text.find("finished"), std::string::npos);
 }
 
 }  // namespace

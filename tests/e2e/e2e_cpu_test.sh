@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 9, the CPU half: the tiny gpt-oss-style model through `kforge e2e` on cpu/cpp with a
+# `kforge e2e` on the CPU: the tiny gpt-oss-style model through `kforge e2e` on cpu/cpp with a
 # replayed conversation; integration applied and the patched model's logits and greedy tokens
 # must match the original's (the command's exit code says so, and result.json is checked too).
 # Then `kforge export --as torch-op`, installed into a fresh virtual environment and used to patch
@@ -46,7 +46,10 @@ print("result.json: outputs match at batch 1, 4, 8; kernels called:",
       {k: v["kernel_calls"] for k, v in m["coverage"].items()})
 PY
 
-"$KFORGE" export "$RUN" --as torch-op --out "$WORK/pkg" --package kforge_ops_tiny
+"$KFORGE" export "$RUN" --as torch-op --out "$WORK/pkg" --package kforge_ops_tiny | tee "$WORK/export.txt"
+# The install advice works on Debian's system Python (PEP 668): a venv, not a bare pip install.
+grep -q "python3 -m venv --system-site-packages venv" "$WORK/export.txt"
+grep -q "venv/bin/pip install --no-build-isolation --no-index $WORK/pkg" "$WORK/export.txt"
 "$PYTHON" -m venv --system-site-packages "$WORK/venv"
 "$WORK/venv/bin/pip" install -q --no-build-isolation --no-index "$WORK/pkg"
 

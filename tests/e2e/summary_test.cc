@@ -53,5 +53,34 @@ TEST(E2eSummary, CallsLeftToTheOriginalForwardAreCountedAsEagerCalls) {
   EXPECT_EQ(text.find("GptOssRMSNorm:"), std::string::npos) << text;
 }
 
+// The ranking is printed in rank order with the figure it is ranked by (time per step over all
+// batch sizes), so that a share at the task's batch size that orders otherwise does not make the
+// list look out of order.
+TEST(E2eSummary, TheSiteRankingIsPrintedInOrderWithItsOwnFigure) {
+  E2eOutcome outcome;
+  outcome.profile.batch_sizes = {1, 8};
+  outcome.profile.task_batch_size = 8;
+  auto site = [](const char* name, int rank, double total_seconds, double share) {
+    Site s;
+    s.name = name;
+    s.rank = rank;
+    s.total_seconds = total_seconds;
+    s.share = {{8, share}};
+    return s;
+  };
+  const Site first = site("GptOssExperts", 1, 3e-3, 0.20);
+  const Site second = site("GptOssRMSNorm", 2, 2e-3, 0.30);
+  outcome.profile.sites = {second, first};  // not in rank order
+  const std::string text = SummaryText(outcome);
+  const auto a = text.find("GptOssExperts");
+  const auto b = text.find("GptOssRMSNorm");
+  ASSERT_NE(a, std::string::npos) << text;
+  ASSERT_NE(b, std::string::npos) << text;
+  EXPECT_LT(a, b) << text;
+  EXPECT_NE(text.find("time/step"), std::string::npos) << text;
+  EXPECT_NE(text.find("summed over batch sizes 1, 8"), std::string::npos) << text;
+  EXPECT_NE(text.find("3 ms"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kforge::e2e

@@ -256,5 +256,33 @@ TEST(VerdictFromJsonTest, UnreadableTextIsAnInfraErrorThatSaysSo) {
   EXPECT_NE(v.message.find("not a JSON object"), std::string::npos);
 }
 
+// A noisy CPU timing, or a candidate and a baseline on two clocks, is said to be so wherever the
+// verdict is shown (`kforge eval --time` printed 51-798 % noise without a word).
+TEST(TimingWarningsTest, NoiseAboveTheThresholdAndTwoClocksAreSaid) {
+  TimingStats quiet;
+  quiet.clock = "perf_counter";
+  quiet.median_s = 1e-3;
+  quiet.rel_std = 0.02;
+  EXPECT_TRUE(TimingWarnings(quiet, quiet).empty());
+  TimingStats noisy = quiet;
+  noisy.rel_std = 5.95;
+  TimingStats events = quiet;
+  events.clock = "opencl-events";
+  const auto warnings = TimingWarnings(noisy, events);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("noisy (595 % relative noise, above 10 %)"), std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[1].find("timed by perf_counter and the eager baseline by opencl-events"),
+            std::string::npos)
+      << warnings[1];
+
+  Verdict v;
+  v.status = EvalStatus::kCorrect;
+  v.timing = noisy;
+  v.eager_baseline = quiet;
+  EXPECT_NE(v.ToText().find("WARNING   the candidate's timing is noisy"), std::string::npos)
+      << v.ToText();
+}
+
 }  // namespace
 }  // namespace kforge

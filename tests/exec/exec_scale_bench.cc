@@ -1,7 +1,8 @@
-// Scale of `kforge bench`'s orchestration with the synthetic backend (tests/exec/synthetic_backend.h):
+// Scale of `kforge bench`'s orchestration with the synthetic backend
+// (tests/exec/synthetic_backend.h):
 //   exec_scale_bench [TASKS] [ITERATIONS] [DEVICES] [JOBS]
 // Default: 1000 tasks × 10 iterations = 10,000 candidates on 4 simulated devices, 16 tasks at once.
-// Prints CPU time per candidate and the peak RSS (issue 7: ≤ 10 ms and ≤ 200 MB).
+// Prints CPU time per candidate and the peak RSS (the bounds: ≤ 10 ms and ≤ 200 MB).
 #include <fmt/format.h>
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "kforge/exec/placement.h"
 #include "kforge/exec/slurm_executor.h"
 #include "kforge/exec/store_merge.h"
+#include "kforge/task/task.h"
 #include "synthetic_backend.h"
 
 namespace kforge::exec {
@@ -113,6 +115,56 @@ TEST(PlaceOnDevices, WaitingStopPutsBackQueuedEvaluationsOnly) {
   EXPECT_EQ(slots.Usage()[0].evaluations, 1);
 }
 
+// A correct verdict timed under load is evaluated once more and the second kept; others are not.
+TEST(RetimeUnderLoad, AFlaggedTimingIsTakenOnceMore) {
+  int calls = 0;
+  auto flagged_then_quiet = [&] {
+    Verdict v;
+    v.status = EvalStatus::kCorrect;
+    v.timed_under_load = ++calls == 1;
+    v.message = "call " + std::to_string(calls);
+    return v;
+  };
+  Verdict v = RetimeUnderLoad(flagged_then_quiet);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(v.message, "call 2");
+  EXPECT_EQ(v.retimed, 1);
+  EXPECT_FALSE(v.timed_under_load);
+
+  calls = 0;
+  auto always_flagged = [&] {
+    Verdict v;
+    v.status = EvalStatus::kCorrect;
+    v.timed_under_load = true;
+    ++calls;
+    return v;
+  };
+  v = RetimeUnderLoad(always_flagged);
+  EXPECT_EQ(calls, 2) << "re-timed once, not until quiet";
+  EXPECT_TRUE(v.timed_under_load);
+
+  calls = 0;
+  auto quiet = [&] {
+    Verdict v;
+    v.status = EvalStatus::kCorrect;
+    ++calls;
+    return v;
+  };
+  EXPECT_EQ(RetimeUnderLoad(quiet).retimed, 0);
+  EXPECT_EQ(calls, 1);
+
+  calls = 0;
+  auto wrong_under_load = [&] {
+    Verdict v;
+    v.status = EvalStatus::kMismatch;
+    v.timed_under_load = true;
+    ++calls;
+    return v;
+  };
+  RetimeUnderLoad(wrong_under_load);
+  EXPECT_EQ(calls, 1) << "only a correct candidate's timing counts";
+}
+
 // A degenerate task's or a held timing's speedup must not top the bench's "best speedups".
 TEST(BenchProgress, DegenerateAndHeldTasksAreReportedApart) {
   std::FILE* out = std::tmpfile();
@@ -146,14 +198,84 @@ TEST(BenchProgress, DegenerateAndHeldTasksAreReportedApart) {
   std::fclose(out);
 }
 
+// The live view on a terminal: the clock moves between events, each row says what its task is
+// doing, a paused task is not "done", a task that never started is counted as nothing, notes go
+// above the view, and no frame line is wider than the terminal (80 columns for a file).
+TEST(BenchProgress, TheLiveViewShowsTheRealPhaseAndAMovingClock) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  auto text = [out] {
+    std::fflush(out);
+    std::rewind(out);
+    std::string all;
+    char buffer[4096];
+    std::size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, out)) > 0) all.append(buffer, n);
+    std::fseek(out, 0, SEEK_END);
+    return all;
+  };
+  {
+    BenchProgress progress(out, /*tty=*/true,
+                           {"relu", "softmax", "a_task_with_a_very_long_name_that_goes_on_and_on"},
+                           3, nullptr);
+    progress.OnTaskStarted(0);
+    progress.OnTaskStarted(2);
+    progress.OnActivity(0, "waiting for answer 3");
+    progress.OnActivity(2, "evaluating on cpu");
+    std::this_thread::sleep_for(std::chrono::milliseconds(2300));  // no event: the clock ticks
+    const std::string running = text();
+    EXPECT_NE(running.find("waiting for answer 3"), std::string::npos) << running;
+    EXPECT_NE(running.find("evaluating on cpu"), std::string::npos) << running;
+    EXPECT_NE(running.find(" · 2s"), std::string::npos) << "the clock did not move: " << running;
+    progress.Note("stopping (Ctrl-C): no new step starts");
+    TaskOutcome paused;
+    paused.state = TaskState::kInterrupted;
+    paused.awaiting_answer = true;
+    paused.stop_reason = "paused: waiting for answer 3: write it to /x/0003-answer.md";
+    progress.OnTaskFinished(0, paused);
+    TaskOutcome stopped;
+    stopped.state = TaskState::kInterrupted;
+    stopped.stop_reason = "stopped on request (resumable)";
+    progress.OnTaskFinished(2, stopped);
+    const std::string line = progress.SummaryLine();
+    EXPECT_NE(line.find("0/3 tasks done · 1 paused (waiting for answers) · 1 stopped (resumable)"),
+              std::string::npos)
+        << line;
+    progress.Finish();
+  }
+  const std::string all = text();
+  EXPECT_NE(all.find("[relu] paused: no correct kernel · no speedup · paused: waiting for answer 3: "
+                     "write it to /x/0003-answer.md\n"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("stopping (Ctrl-C): no new step starts\n"), std::string::npos) << all;
+  // Frame lines end with "\x1b[K"; none is wider than 80 characters.
+  std::istringstream lines(all);
+  for (std::string l; std::getline(lines, l);) {
+    const auto at = l.rfind("\x1b[K");
+    if (at == std::string::npos) continue;
+    std::string shown = l.substr(0, at);
+    while (shown.find("\x1b[") != std::string::npos) {
+      const auto esc = shown.find("\x1b[");
+      const auto end = shown.find_first_of("ABCDHJK", esc + 2);
+      shown.erase(esc, end - esc + 1);
+    }
+    std::erase(shown, '\r');
+    std::size_t columns = 0;
+    for (unsigned char c : shown) columns += (c & 0xC0) != 0x80 ? 1 : 0;
+    EXPECT_LE(columns, 80u) << shown;
+  }
+  std::fclose(out);
+}
+
 TEST(BenchRunner, SyntheticBenchStoresEveryCandidateWithinALooseOverheadBound) {
   const fs::path dir = TempDir("kforge-exec-bench");
   auto r = testing::RunSyntheticBench(dir, 40, 5, 3, 8, nullptr, kSource / "templates");
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->candidates, 200);
   EXPECT_GE(r->peak_busy_devices, 1);
-  // Issue 7 asks <= 10 ms CPU per candidate (measured by exec_scale_bench); CI shares its cores,
-  // so this check is looser.
+  // The orchestration's bound is <= 10 ms CPU per candidate (measured by exec_scale_bench); CI
+  // shares its cores, so this check is looser.
   EXPECT_LT(1000 * r->cpu_s / r->candidates, 40.0);
   fs::remove_all(dir);
 }
@@ -240,6 +362,158 @@ TEST(BenchRunner, EveryEvaluationIsStoredWithTheDeviceItWasPlacedOn) {
   const std::string usage = DescribeUsage(slots);
   EXPECT_NE(usage.find("sim:1"), std::string::npos) << usage;
   EXPECT_NE(usage.find("at most 2 busy at once"), std::string::npos) << usage;
+  fs::remove_all(dir);
+}
+
+// Counts the calls that reach `inner`, and fails every call from the `fail_from`-th on (0-based)
+// with `failure`.
+class CountingProvider : public llm::Provider {
+ public:
+  explicit CountingProvider(std::shared_ptr<llm::Provider> inner, int fail_from = -1,
+                            Error failure = {}, std::string kind = "instant")
+      : inner_(std::move(inner)), fail_from_(fail_from), failure_(std::move(failure)),
+        kind_(std::move(kind)) {}
+  Result<llm::Response> Complete(const llm::Request& request,
+                                 const llm::CallOptions& options) override {
+    const int n = calls_++;
+    if (fail_from_ >= 0 && n >= fail_from_) return std::unexpected(failure_);
+    return inner_->Complete(request, options);
+  }
+  llm::ProviderInfo Info() const override { return {kind_, "instant", "instant", "memory"}; }
+  int calls() const { return calls_.load(); }
+
+ private:
+  std::shared_ptr<llm::Provider> inner_;
+  const int fail_from_;
+  const Error failure_;
+  const std::string kind_;
+  std::atomic<int> calls_{0};
+};
+
+// A bench of one problem at four sizes (the suite as a user writes it, loaded by LoadSuite):
+// four tasks, 4/4 correct, each best kernel in its own folder, and resuming the finished bench
+// calls no model, evaluates nothing and fails no task. Before, the four were one task name: the
+// bench stored one task, and the resume failed three with "cannot rename ...kernel.cpp.tmp...".
+TEST(BenchRunner, OneProblemAtFourSizesIsFourTasksAndResumingItRedoesNothing) {
+  const fs::path dir = TempDir("kforge-exec-sizes");
+  ASSERT_TRUE(WriteFile(dir / "19_ReLU.py",
+                        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                        "        return torch.relu(x)\nbatch_size = 16\ndim = 16384\n"
+                        "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n"
+                        "def get_init_inputs():\n    return []\n"));
+  std::string manifest;
+  for (int dim : {1024, 2048, 4096, 8192}) {
+    manifest += fmt::format("[[task]]\nsource = \"19_ReLU.py\"\noverrides = {{ dim = {} }}\n", dim);
+  }
+  ASSERT_TRUE(WriteFile(dir / "sizes.toml", manifest));
+  auto suite = LoadSuite(dir / "sizes.toml");
+  ASSERT_TRUE(suite) << suite.error().message;
+  const std::string run_id = "run-sizes";
+  auto store = BenchStore(dir / "run", run_id);
+  ASSERT_TRUE(store);
+  auto backend = NewBackend(*Target::Parse("cpu/cpp"));
+  DeviceSlots slots(SimulatedDevices(1));
+  std::atomic<int> evaluations{0};
+  auto bench = [&](const std::shared_ptr<llm::Provider>& provider) {
+    BenchSetup setup;
+    setup.store = store.get();
+    setup.run_id = run_id;
+    setup.tasks = suite->tasks;
+    setup.backend = backend.get();
+    setup.evaluate = PlaceOnDevices(slots, [&](const Device&, const Task& t, const Backend& b,
+                                               const fs::path& c, std::stop_token) {
+      ++evaluations;
+      Verdict v = testing::CannedVerdict(t, b, c);
+      v.status = EvalStatus::kCorrect;
+      v.message.clear();
+      return v;
+    });
+    setup.generation_provider = provider;
+    setup.renderer = PromptRenderer(kSource / "templates");
+    setup.options.iterations = 2;
+    setup.jobs = 4;
+    return RunBench(std::move(setup));
+  };
+  auto first_provider = std::make_shared<CountingProvider>(std::make_shared<testing::InstantProvider>());
+  auto first = bench(first_provider);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(first->correct, 4);
+  auto tasks = store->ListTasks(run_id);
+  ASSERT_TRUE(tasks);
+  EXPECT_EQ(tasks->size(), 4u);
+  const int evaluated = evaluations.load();
+  EXPECT_GT(first_provider->calls(), 0);
+
+  auto resumed_provider =
+      std::make_shared<CountingProvider>(std::make_shared<testing::InstantProvider>());
+  auto resumed = bench(resumed_provider);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ(resumed->correct, 4);
+  EXPECT_FALSE(resumed->interrupted);
+  for (const auto& t : resumed->tasks) {
+    EXPECT_EQ(t.state, TaskState::kDone) << t.task_name << ": " << t.stop_reason;
+    EXPECT_TRUE(fs::exists(store->run_dir() / "best" / t.task_name / "kernel.cpp")) << t.task_name;
+  }
+  EXPECT_EQ(resumed_provider->calls(), 0) << "the resumed bench called the model again";
+  EXPECT_EQ(evaluations.load(), evaluated) << "the resumed bench evaluated again";
+  EXPECT_EQ(store->ListTasks(run_id)->size(), 4u);
+  fs::remove_all(dir);
+}
+
+// A provider outage after the retries pauses the task (resumable, the kind said), a permanent
+// refusal ends it: before, both ended the task as "interrupted" alike, and a run printed its best
+// kernel with exit 0.
+TEST(BenchRunner, ProviderOutagePausesATaskAndAPermanentRefusalEndsIt) {
+  const fs::path dir = TempDir("kforge-exec-outage");
+  const std::string run_id = "run-outage";
+  auto store = BenchStore(dir, run_id);
+  ASSERT_TRUE(store);
+  auto backend = NewBackend(*Target::Parse("cpu/cpp"));
+  DeviceSlots slots(SimulatedDevices(1));
+  auto run = [&](const std::string& name, Error failure, std::string kind) {
+    BenchSetup setup;
+    setup.store = store.get();
+    setup.run_id = run_id;
+    setup.tasks.push_back(Task{.id = name, .name = name, .origin = "", .level = 0,
+                               .problem_id = 0, .source = "", .overrides = {},
+                               .policy = PrecisionPolicy::kStrict});
+    setup.backend = backend.get();
+    setup.evaluate = PlaceOnDevices(slots, [](const Device&, const Task& t, const Backend& b,
+                                              const fs::path& c, std::stop_token) {
+      Verdict v = testing::CannedVerdict(t, b, c);
+      v.status = EvalStatus::kCorrect;
+      return v;
+    });
+    setup.generation_provider = std::make_shared<CountingProvider>(
+        std::make_shared<testing::InstantProvider>(), 1, std::move(failure), std::move(kind));
+    setup.renderer = PromptRenderer(kSource / "templates");
+    setup.options.iterations = 3;
+    return RunBench(std::move(setup));
+  };
+  auto outage = run("outage",
+                    Error{ErrorCode::kUnavailable,
+                          "model 'x': HTTP 529 Overloaded from http://127.0.0.1/v1/messages: "
+                          "server error after 5 attempts"},
+                    "anthropic");
+  ASSERT_TRUE(outage);
+  EXPECT_EQ(outage->tasks[0].state, TaskState::kInterrupted);
+  EXPECT_EQ(outage->tasks[0].call_failure, llm::CallFailureKind::kTransient);
+  EXPECT_TRUE(outage->tasks[0].correct());  // what it found before the outage is kept
+  EXPECT_TRUE(outage->interrupted);
+
+  auto refused = run("refused",
+                     Error{ErrorCode::kPermissionDenied,
+                           "model 'x': HTTP 401 Unauthorized: the API key was refused"},
+                     "anthropic");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->tasks[0].state, TaskState::kFailed);
+  EXPECT_EQ(refused->tasks[0].call_failure, llm::CallFailureKind::kPermanent);
+  EXPECT_NE(refused->tasks[0].stop_reason.find("API key was refused"), std::string::npos);
+
+  auto waiting = run("waiting", Error{ErrorCode::kUnavailable, "waiting for answer 2"}, "inbox");
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ(waiting->tasks[0].state, TaskState::kInterrupted);
+  EXPECT_EQ(waiting->tasks[0].call_failure, llm::CallFailureKind::kAwaitingAnswer);
   fs::remove_all(dir);
 }
 

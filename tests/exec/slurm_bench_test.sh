@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Acceptance of issue 7's Slurm executor: a one-node Slurm cluster on localhost runs a small bench
+# The Slurm executor end to end: a one-node Slurm cluster on localhost runs a small bench
 # on cpu/opencl with a replayed conversation; the same bench through the local executor gives the
 # same verdicts. Exit 77 (skipped) without root, Slurm, munge or a usable cpu/opencl.
 set -euo pipefail

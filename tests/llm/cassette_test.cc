@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "kforge/llm/fingerprint.h"
 #include "kforge/llm/openai.h"
@@ -127,6 +128,51 @@ TEST(CassetteTest, RecordedFromALocalServerReplaysIdentically) {
   EXPECT_EQ(entry["request"]["messages"][1]["content"][0]["text"], "write relu");
 }
 
+// A resumed run appends to its cassette: after several parts (one killed in the middle of a
+// write) the file holds every answer once, with consecutive indices, and replays them all.
+TEST(CassetteTest, OpenAppendsAcrossResumesAndDropsALineCutShort) {
+  TempDir dir;
+  const auto path = dir.path() / "run.cassette.jsonl";
+  RecordEchoes(path, {"one"});
+  auto echo = std::make_shared<ScriptedProvider>(
+      [](const Request& r, const CallOptions&) -> Result<Response> {
+        Response response;
+        response.text = "re: " + r.messages.back().Text();
+        return response;
+      },
+      "gen");
+  for (const char* prompt : {"two", "three"}) {
+    auto writer = CassetteWriter::Open(path);
+    ASSERT_TRUE(writer.has_value()) << writer.error().message;
+    ASSERT_TRUE(NewRecordingProvider(echo, *writer)->Complete(Conversation(prompt), {}));
+  }
+  std::ofstream(path, std::ios::app) << R"({"fingerprint":"half a li)";  // killed mid-write
+  {
+    auto writer = CassetteWriter::Open(path);
+    ASSERT_TRUE(writer.has_value()) << writer.error().message;
+    ASSERT_TRUE(NewRecordingProvider(echo, *writer)->Complete(Conversation("four"), {}));
+  }
+  std::istringstream lines(Slurp(path));
+  std::string line;
+  std::getline(lines, line);  // header
+  std::vector<int> indices;
+  while (std::getline(lines, line)) indices.push_back(json::parse(line).at("index").get<int>());
+  EXPECT_EQ(indices, (std::vector<int>{0, 1, 2, 3}));
+  auto cassette = Cassette::Load(path);
+  ASSERT_TRUE(cassette.has_value()) << cassette.error().message;
+  for (const char* prompt : {"one", "two", "three", "four"}) {
+    auto served = (*cassette)->Serve("gen", Conversation(prompt));
+    ASSERT_TRUE(served.has_value()) << served.error().message;
+    EXPECT_EQ(served->text, std::string("re: ") + prompt);
+  }
+  EXPECT_EQ((*cassette)->Unserved(), 0);
+
+  std::ofstream(dir.path() / "other.jsonl") << "{\"not\":\"a cassette\"}\n";
+  auto refused = CassetteWriter::Open(dir.path() / "other.jsonl");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, ErrorCode::kParse);
+}
+
 TEST(CassetteTest, DivergingRunNamesTheFirstDifferingRequest) {
   TempDir dir;
   const auto path = dir.path() / "c.jsonl";
@@ -145,6 +191,8 @@ TEST(CassetteTest, DivergingRunNamesTheFirstDifferingRequest) {
   EXPECT_NE(m.find("differs at character 23"), std::string::npos) << m;
   EXPECT_NE(m.find("tiles of 32"), std::string::npos) << m;
   EXPECT_NE(m.find("tiles of 64"), std::string::npos) << m;
+  // An exact replay names the flag that lets numbers and measured text differ between machines.
+  EXPECT_NE(m.find("--replay-match numbers"), std::string::npos) << m;
 
   // A changed option is named too.
   Request hotter = Conversation("step two: use tiles of 32");

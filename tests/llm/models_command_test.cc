@@ -3,7 +3,11 @@
 
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -86,6 +90,43 @@ TEST_F(ModelsCommandTest, ListsEntriesAndWhichAreUsable) {
   EXPECT_NE(out.find("$KFORGE_TEST_MODELS_KEY set"), std::string::npos) << out;
   EXPECT_NE(out.find("1 of 2 usable now"), std::string::npos) << out;
   EXPECT_EQ(out.find("good-key-123456"), std::string::npos);
+}
+
+// "Usable now" opens a TCP connection to each endpoint: --help says so, and --no-probe lists
+// without connecting (a listening socket sees whether a connection came).
+TEST_F(ModelsCommandTest, HelpSaysItProbesOverTcpAndNoProbeListsWithoutConnecting) {
+  CLI::App app("test", "kforge");
+  AddModelsCommand(app);
+  const std::string help = app.get_subcommand("models")->help();
+  EXPECT_NE(help.find("TCP connection"), std::string::npos) << help;
+  EXPECT_NE(help.find("--no-probe"), std::string::npos) << help;
+
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const auto watched = dir_.path() / "watched.toml";
+  std::ofstream(watched) << "[[models]]\nid = \"watched\"\nprovider = \"openai_compatible\"\n"
+                         << "endpoint = \"http://127.0.0.1:" << ntohs(address.sin_port)
+                         << "/v1\"\n";
+  auto connections = [&] {
+    int n = 0;
+    for (int fd; (fd = ::accept(listener, nullptr, nullptr)) >= 0; ++n) ::close(fd);
+    return n;
+  };
+
+  std::string out;
+  ASSERT_EQ(Run({"models", "--no-probe", "--models", watched.string()}, &out), 0);
+  EXPECT_NE(out.find("key ok, endpoint not probed"), std::string::npos) << out;
+  EXPECT_EQ(connections(), 0) << "--no-probe opened a connection";
+  ASSERT_EQ(Run({"models", "--models", watched.string()}, &out), 0);
+  EXPECT_GE(connections(), 1) << "the probe opened no connection";
+  ::close(listener);
 }
 
 TEST_F(ModelsCommandTest, CheckMakesOneTinyCall) {

@@ -1,4 +1,4 @@
-// The H200 evidence of issue 6: candidates built to have one bottleneck each
+// The H200 evidence of the profile adapters: candidates built to have one bottleneck each
 // (tests/fixtures/profile/candidates/, profiled by bench/h200_profile.sh) — the summary of each
 // one's real ncu output names that bottleneck. The raw outputs live in
 // tests/fixtures/profile/h200/<name>/ (ncu.raw.csv, ncu.details.csv, torch.json); until they are

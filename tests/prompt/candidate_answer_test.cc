@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kforge/core/files.h"
-#include "kforge/prompt/candidate_format.h"
+#include "kforge/target/backend.h"
 
 namespace kforge {
 namespace {

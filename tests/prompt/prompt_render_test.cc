@@ -10,8 +10,8 @@
 #include <string>
 
 #include "kforge/core/files.h"
-#include "kforge/prompt/candidate_format.h"
 #include "kforge/prompt/prompt_renderer.h"
+#include "kforge/target/backend.h"
 
 namespace kforge {
 namespace {
@@ -129,6 +129,9 @@ Target TargetFor(ProgrammingModel model) {
       break;
     case ProgrammingModel::kCute:
       text = "nvidia-h200/cute";
+      break;
+    case ProgrammingModel::kHelion:
+      text = "nvidia-h200/helion";
       break;
     case ProgrammingModel::kHip:
       text = "amd-mi300x/hip";

@@ -253,6 +253,55 @@ TEST(ReportMetrics, HeldForReviewIsNeverBestAndIsReportedApart) {
   ASSERT_NE(FindGroup(m, TaskClass::kHeld, "strict"), nullptr);
 }
 
+// One rule for "best" with the synthesis loop (store/ranking.h): the report's best candidate is
+// the one the run wrote to best/ — the lowest timed median — even when an earlier candidate's
+// speedup is larger because its own eager baseline measured slower. Before, the report took the
+// largest speedup and named another kernel than the console and best/.
+TEST(ReportMetrics, TheBestCandidateIsTheLoopsBestByMedian) {
+  ScratchDir dir;
+  {
+    StoreBuilder b(dir.path());
+    auto t = b.Task("noisy_eager");
+    VerdictSpec first;  // 2 ms, eager measured at 10 ms: 5x
+    first.candidate_median_s = 2e-3;
+    first.eager_median_s = 10e-3;
+    first.speedup_vs_eager = 5.0;
+    b.Evaluate(b.Candidate(t, 0, 0, "a"), first);
+    VerdictSpec faster;  // 1 ms, eager measured at 4 ms: 4x, but the faster kernel
+    faster.candidate_median_s = 1e-3;
+    faster.eager_median_s = 4e-3;
+    faster.speedup_vs_eager = 4.0;
+    auto c1 = b.Candidate(t, 0, 1, "b");
+    b.Evaluate(c1, faster);
+    b.Finish();
+  }
+  auto [data, m] = Load(dir.path());
+  const auto& t = FindTask(m, "noisy_eager");
+  EXPECT_EQ(t.best_id, data.tasks[0].candidates[1].record.id);
+  EXPECT_DOUBLE_EQ(*t.best_speedup[kEager], 4.0);  // the best candidate's own speedup
+}
+
+// Solved is one rule too: a task whose only correct candidate is held for review is correct (a
+// hold doubts the time, not the result), apart from the headline, with that candidate as best.
+TEST(ReportMetrics, ATaskWhoseOnlyCorrectCandidateIsHeldIsSolvedAndApart) {
+  ScratchDir dir;
+  {
+    StoreBuilder b(dir.path());
+    auto t = b.Task("only_held");
+    VerdictSpec held = Correct(40.0);
+    held.new_timing_fields = true;
+    held.held_for_review = true;
+    held.review_reason = "no FLOP or byte count for the physics floor";
+    b.Evaluate(b.Candidate(t, 0, 0, "x"), held);
+    b.Finish();
+  }
+  auto [data, m] = Load(dir.path());
+  const auto& t = FindTask(m, "only_held");
+  EXPECT_TRUE(t.correct);
+  EXPECT_EQ(t.task_class, TaskClass::kHeld);
+  EXPECT_EQ(t.best_id, data.tasks[0].candidates[0].record.id);
+}
+
 TEST(ReportMetrics, PrecisionGroupsAreNotPooled) {
   ScratchDir dir;
   {

@@ -1,4 +1,4 @@
-// Acceptance test of issue 7: the HTML report opens in headless Chromium (Debian's chromium), its
+// The HTML report in a browser: it opens in headless Chromium (Debian's chromium), its
 // four charts render (the page's data-charts-rendered marker, raised only for a canvas with
 // painted pixels), and a screenshot is taken and is not blank. Without chromium the test fails
 // and says what to install: CI installs it (scripts/setup-debian.sh).

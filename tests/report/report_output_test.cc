@@ -144,6 +144,58 @@ TEST(ReportCsv, OneRowPerTaskAndCandidateWithFormulaGuard) {
   EXPECT_EQ(std::count(candidates.begin(), candidates.end(), '\n'), 2);
 }
 
+// A run whose tasks are all apart (here: held for review, as the demo's kernels were) still draws
+// its charts: the apart tasks come in series of their own, named so. Before, all four charts of
+// the demo's report were empty.
+TEST(ReportHtml, ChartsShowTasksReportedApart) {
+  ScratchDir dir;
+  {
+    StoreBuilder b(dir.path());
+    auto t = b.Task("held_only");
+    b.Evaluate(b.Candidate(t, 0, 0, "a\n"), Timed(1.5));
+    VerdictSpec h = Timed(4.98);
+    h.new_timing_fields = true;
+    h.held_for_review = true;
+    h.review_reason = "speedup above 10x vs the fastest baseline";
+    b.Evaluate(b.Candidate(t, 0, 1, "b\n"), h);
+    b.Finish();
+  }
+  auto built = Build(dir.path());
+  ASSERT_EQ(built.metrics.headline_tasks, 0);
+  const std::string index = RenderIndexHtml(built.data, built.metrics, "/* chart.js */");
+  EXPECT_NE(index.find("correct tasks by best speedup vs eager (held for review, apart)"),
+            std::string::npos);
+  EXPECT_NE(index.find("vs eager (held for review, apart)"), std::string::npos);  // fast_p
+  EXPECT_NE(index.find("share of tasks correct (held for review, apart)"), std::string::npos);
+  EXPECT_EQ(index.find("no correct task in this run"), std::string::npos);
+}
+
+// Iterations are numbered from 1 in the report's files, as the terminal counts them; the store
+// keeps them from 0.
+TEST(ReportCsv, IterationsAreNumberedFromOne) {
+  ScratchDir dir;
+  {
+    StoreBuilder b(dir.path());
+    auto t = b.Task("t");
+    b.Evaluate(b.Candidate(t, 0, 0, "x"), Timed(1.2));
+    b.Finish();
+  }
+  auto built = Build(dir.path());
+  const std::string candidates = RenderCandidatesCsv(built.data);
+  const std::string row = candidates.substr(candidates.find('\n') + 1);
+  // task,candidate,parent,sample,iteration,...
+  std::vector<std::string> cells;
+  std::stringstream in(row.substr(0, row.find('\n')));
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  ASSERT_GT(cells.size(), 4u) << row;
+  EXPECT_EQ(cells[3], "0");  // sample
+  EXPECT_EQ(cells[4], "1");  // the first iteration
+  auto j = nlohmann::json::parse(RenderReportJson(built.data, built.metrics));
+  EXPECT_EQ(j["report_version"], 2);
+  EXPECT_EQ(j["counts"]["max_iteration"], 1);
+  EXPECT_EQ(j["groups"][0]["iterations"][0]["iteration"], 1);
+}
+
 // Everything a candidate or a model wrote, with markup in it.
 constexpr const char* kEvil = "</pre><script>alert(1)</script><img src=x onerror=alert(2)>";
 

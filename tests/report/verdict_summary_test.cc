@@ -25,7 +25,7 @@ TEST(VerdictSummary, ReadsVersionOneVerdicts) {
   EXPECT_EQ(v->candidate_time->clock, "perf_counter");
   EXPECT_EQ(v->candidate_time->samples, 120);
   EXPECT_DOUBLE_EQ(*v->speedup_vs_eager, 2.0);
-  // Fields of the lead's timing additions are absent, so not measured.
+  // The timing fields (cold protocol, baselines, floor) are absent, so not measured.
   EXPECT_FALSE(v->compile_baseline.has_value());
   EXPECT_FALSE(v->speedup_vs_compile.has_value());
   EXPECT_FALSE(v->sol_fraction.has_value());

@@ -46,5 +46,15 @@ TEST(CandidateRankingTest, AFasterCorrectCandidateReplacesASlowerOne) {
   EXPECT_FALSE(IsBetter(Timed(0, 2, 1e-3), Make(EvalStatus::kCorrect, 0, 1)));
 }
 
+// One rule with the report (store/ranking.h): a timing held for review never makes a candidate
+// the best over a correct one whose timing is not held, however fast it claims to be.
+TEST(CandidateRankingTest, AHeldTimingNeverBeatsATrustedOne) {
+  EvaluatedCandidate held = Timed(0, 3, 1e-5);
+  held.verdict.held_for_review = true;
+  EXPECT_FALSE(IsBetter(held, Timed(0, 1, 2e-3)));
+  EXPECT_TRUE(IsBetter(Timed(0, 4, 2e-3), held));
+  EXPECT_TRUE(IsBetter(held, Make(EvalStatus::kMismatch, 0, 0)));  // still correct
+}
+
 }  // namespace
 }  // namespace kforge::synth

@@ -20,7 +20,11 @@ code=$?
 set -e
 cat "$work/first.txt"
 if grep -q "cannot run here" "$work/first.txt"; then exit 77; fi
-[ "$code" = 1 ] || { echo "expected exit 1 while waiting for the answer, got $code"; exit 1; }
+# A pause for an answer has its own exit code (5, docs/exit-codes.md) and is worded as a pause.
+[ "$code" = 5 ] || { echo "expected exit 5 while waiting for the answer, got $code"; exit 1; }
+grep -q "paused: waiting for answer 1: write it to $work/inbox/0001-answer.md" "$work/first.txt"
+grep -q "kforge resume $work/runs/run-" "$work/first.txt"
+if grep -q "call failed" "$work/first.txt"; then echo "a pause is worded as a failure"; exit 1; fi
 [ -f "$work/inbox/0001-prompt.md" ] || { echo "no prompt written"; exit 1; }
 { printf 'Here it is.\n\n```cpp\n'; cat "$source_home/tests/fixtures/candidates/relu/honest.cpp"; printf '```\n'; } \
   > "$work/inbox/0001-answer.md"

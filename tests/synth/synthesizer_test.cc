@@ -378,6 +378,43 @@ TEST_F(SynthesizerTest, TranslationPutsTheReferenceImplementationInThePrompt) {
   EXPECT_NE(provider->prompts()[0].find(Fixture("honest.cl.py").substr(0, 60)), std::string::npos);
 }
 
+// A reference_error says nothing of the candidate: the loop stops instead of sending the model a
+// prompt that tells it to find the cause in its kernel.
+TEST_F(SynthesizerTest, AReferenceErrorStopsTheLoopInsteadOfAskingTheModel) {
+  auto provider = std::make_shared<ListProvider>(
+      std::vector<std::string>{CppAnswer(Honest()), CppAnswer(Honest() + "\n")});
+  SynthesisSetup setup = harness_->Setup(provider);
+  setup.options.iterations = 3;
+  setup.evaluate = [](const Task&, const Backend&, const fs::path&, std::stop_token) {
+    Verdict v;
+    v.status = EvalStatus::kReferenceError;
+    v.message = "the task's reference failed (not the candidate's fault); fix the task";
+    v.diagnostics = "forward: RuntimeError: mat1 and mat2 shapes cannot be multiplied";
+    return v;
+  };
+  auto result = Synthesizer(std::move(setup)).Run();
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_EQ(provider->calls(), 1) << "the reference_error went back to the model";
+  EXPECT_NE(result->task_error.find("fix the task"), std::string::npos) << result->task_error;
+  EXPECT_NE(result->stop_reason.find("fix the task"), std::string::npos) << result->stop_reason;
+}
+
+// The task check runs before the first prompt; a broken task ends the run with its error.
+TEST_F(SynthesizerTest, ABrokenTaskIsCheckedBeforeTheFirstPrompt) {
+  auto provider = std::make_shared<ListProvider>(std::vector<std::string>{CppAnswer(Honest())});
+  SynthesisSetup setup = harness_->Setup(provider);
+  int checks = 0;
+  setup.check_task = [&checks](const Task&) -> Status {
+    ++checks;
+    return InvalidArgument("task.py:6: SyntaxError: '(' was never closed (loading the task)");
+  };
+  auto result = Synthesizer(std::move(setup)).Run();
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(checks, 1);
+  EXPECT_EQ(provider->calls(), 0);
+}
+
 // Runs `synthesis` in a forked child (the run that gets killed) and returns the child's wait
 // status; nullopt when it could not be forked or waited for. The child exits 77 when cpu/cpp is
 // not usable here.
@@ -499,6 +536,107 @@ TEST(SynthesizerResumeTest, KillInAnOptimizationPassThenResumeRepeatsNoAnalysisC
   ASSERT_TRUE(result->best);
   EXPECT_TRUE(result->best->correct());
   EXPECT_TRUE(result->best->verdict.timing);
+}
+
+// An analysis that stopped the run (its call failed, as an unanswered inbox prompt does) is asked
+// again on resume with the same prompt: the profile of its candidate is the one stored by the
+// first run, not a new pass with new figures (the inbox would otherwise write a new prompt and
+// never read the answer given to the first).
+TEST(SynthesizerResumeTest, AResumedAnalysisQuotesTheStoredProfile) {
+  store::ScratchDir dir;
+  Harness harness(dir.path());
+  if (std::string why = harness.Unusable(); !why.empty()) GTEST_SKIP() << why;
+  int passes = 0;
+  auto profiler = [&passes](const std::string& file_name, const std::string&) {
+    ++passes;  // every pass measures differently
+    return Result<AnalysisProfile>(AnalysisProfile{
+        .tool = "opencl",
+        .text = "tool: opencl; kernel time " + std::to_string(passes) + " us of " + file_name,
+        .raw = "{\"events\": []}"});
+  };
+  std::string first_prompt;
+  {
+    auto generation = std::make_shared<ListProvider>(std::vector<std::string>{CppAnswer(Honest())});
+    auto analysis = std::make_shared<ListProvider>(std::vector<std::string>{}, "analyst");
+    SynthesisSetup setup = harness.Setup(generation);
+    setup.analysis_provider = analysis;
+    setup.options.iterations = 2;
+    setup.profile_summary = profiler;
+    auto result = Synthesizer(std::move(setup)).Run();
+    ASSERT_TRUE(result) << result.error().message;
+    EXPECT_TRUE(result->interrupted);
+    ASSERT_EQ(analysis->calls(), 1);
+    first_prompt = analysis->prompts()[0];
+  }
+  EXPECT_EQ(passes, 1);
+  ASSERT_NE(first_prompt.find("kernel time 1 us"), std::string::npos) << first_prompt;
+
+  auto generation =
+      std::make_shared<ListProvider>(std::vector<std::string>{CppAnswer(Honest() + "\n")});
+  auto analysis = std::make_shared<ListProvider>(std::vector<std::string>{kAdvice}, "analyst");
+  SynthesisSetup setup = harness.Setup(generation);
+  setup.analysis_provider = analysis;
+  setup.options.iterations = 2;
+  setup.profile_summary = profiler;
+  auto result = Synthesizer(std::move(setup)).Run();
+  ASSERT_TRUE(result) << result.error().message;
+  EXPECT_FALSE(result->interrupted) << result->stop_reason;
+  EXPECT_EQ(passes, 1) << "the resumed run profiled the candidate again";
+  ASSERT_EQ(analysis->calls(), 1);
+  EXPECT_EQ(analysis->prompts()[0], first_prompt);
+  EXPECT_EQ(generation->calls(), 1);
+
+  // The profile is stored with the analysed candidate's evaluation.
+  store::RunStore& store = harness.store();
+  auto candidates = store.ListCandidates("run-1");
+  ASSERT_TRUE(candidates);
+  ASSERT_EQ(candidates->size(), 2u);
+  auto evaluation = store.FindEvaluation((*candidates)[0].id);
+  ASSERT_TRUE(evaluation && evaluation->has_value());
+  auto profiles = store.ListProfiles((**evaluation).id);
+  ASSERT_TRUE(profiles);
+  ASSERT_EQ(profiles->size(), 1u);
+  EXPECT_EQ((*profiles)[0].tool, "opencl");
+  EXPECT_EQ(*store.GetArtifact((*profiles)[0].raw_hash), "{\"events\": []}");
+  auto recs = store.ListRecommendations("run-1");
+  ASSERT_TRUE(recs);
+  EXPECT_EQ(recs->size(), 1u);
+}
+
+// A profile pass that fails is stored as failed: a resumed analysis goes without a profile, as
+// the first did, instead of trying a pass whose figures the first prompt never quoted.
+TEST(SynthesizerResumeTest, AFailedProfilePassIsNotRetriedOnResume) {
+  store::ScratchDir dir;
+  Harness harness(dir.path());
+  if (std::string why = harness.Unusable(); !why.empty()) GTEST_SKIP() << why;
+  int passes = 0;
+  auto profiler = [&passes](const std::string&, const std::string&) -> Result<AnalysisProfile> {
+    if (++passes == 1) return std::unexpected(Error{ErrorCode::kUnavailable, "no profiler"});
+    return AnalysisProfile{.tool = "opencl", .text = "tool: opencl; a later pass", .raw = "{}"};
+  };
+  std::string first_prompt;
+  {
+    auto generation = std::make_shared<ListProvider>(std::vector<std::string>{CppAnswer(Honest())});
+    auto analysis = std::make_shared<ListProvider>(std::vector<std::string>{}, "analyst");
+    SynthesisSetup setup = harness.Setup(generation);
+    setup.analysis_provider = analysis;
+    setup.options.iterations = 2;
+    setup.profile_summary = profiler;
+    ASSERT_TRUE(Synthesizer(std::move(setup)).Run());
+    ASSERT_EQ(analysis->calls(), 1);
+    first_prompt = analysis->prompts()[0];
+  }
+  auto generation =
+      std::make_shared<ListProvider>(std::vector<std::string>{CppAnswer(Honest() + "\n")});
+  auto analysis = std::make_shared<ListProvider>(std::vector<std::string>{kAdvice}, "analyst");
+  SynthesisSetup setup = harness.Setup(generation);
+  setup.analysis_provider = analysis;
+  setup.options.iterations = 2;
+  setup.profile_summary = profiler;
+  ASSERT_TRUE(Synthesizer(std::move(setup)).Run());
+  EXPECT_EQ(passes, 1);
+  ASSERT_EQ(analysis->calls(), 1);
+  EXPECT_EQ(analysis->prompts()[0], first_prompt);
 }
 
 }  // namespace

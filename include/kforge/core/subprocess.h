@@ -37,6 +37,18 @@ struct ResourceLimits {
   std::optional<std::uint64_t> open_files;           // RLIMIT_NOFILE
 };
 
+// A folder whose contents count against the child (its scratch folder): RunProcess adds up the
+// blocks its files hold and counts its entries while the child runs, and kills the child's
+// process group once either passes its limit (ProcessResult::limit_exceeded says which). The
+// check is a walk every 100 ms or so (less often when a walk is slow), so a fast writer can pass
+// the limit by what it writes in that time before it is stopped.
+struct FolderQuota {
+  std::filesystem::path folder;
+  // May be raised while the child runs (a warm runner learns its outputs' size with its job).
+  std::atomic<std::uint64_t> max_bytes{0};
+  std::uint64_t max_entries = 100000;
+};
+
 // File descriptor number at which the child finds the write end of the result pipe.
 inline constexpr int kResultFd = 3;
 
@@ -64,6 +76,10 @@ struct ProcessSpec {
   // A cgroup's `cgroup.procs` file the child joins before anything else (empty: none), so that
   // every process it starts is born inside that cgroup.
   std::filesystem::path cgroup_procs;
+  std::shared_ptr<FolderQuota> folder_quota;   // null: none
+  // Set to the child's pid while it runs and to 0 once it has been reaped (for a caller that
+  // watches the child, e.g. the load monitor); null: not reported.
+  std::shared_ptr<std::atomic<pid_t>> running_pid;
 };
 
 struct ProcessResult {
@@ -77,6 +93,10 @@ struct ProcessResult {
   double wall_seconds = 0;
   double cpu_seconds = 0;    // user + system of the child and its waited-for descendants
   long max_rss_kib = 0;
+  // Set when RunProcess killed the child for passing a limit it watches (ProcessSpec::
+  // folder_quota): one line naming the limit, e.g. "the scratch folder ... held 1.20 GiB, more
+  // than its quota of 1.06 GiB". The state is then kFailed with term_signal SIGKILL.
+  std::string limit_exceeded;
 };
 
 // Starts the child, waits for it (or the deadline / stop request), kills its process group, and

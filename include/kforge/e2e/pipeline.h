@@ -43,9 +43,10 @@ struct E2eSetup {
   // options (per site), on_progress. The pipeline sets each site's task, stream prefix, best
   // folder and profile pass.
   synth::SynthesisSetup synthesis;
-  EvalOptions eval_options;            // the evaluator's (the profile pass uses them too)
   CompileService* compiler = nullptr;  // required (native kernels are built with it)
-  bool profile_pass = true;  // the profile pass before each analysis, where the target has one
+  // The composition root's per-site parts of each site's synthesis setup (its profile pass and
+  // device facts, app::Setup::CompleteSynthesis); unset: none.
+  std::function<void(const Task&, synth::SynthesisSetup&)> complete_synthesis;
   int top = 3;               // sites by time ...
   std::vector<std::string> sites;  // ... unless named
   int seed = 0;                    // weights of the model (torch.manual_seed before build_model)
@@ -68,6 +69,7 @@ struct SiteOutcome {
   int steps = 0;
   std::string stop_reason;
   bool interrupted = false;  // an LLM call failed (an unanswered inbox prompt): resumable
+  bool awaiting_answer = false;  // ... a prompt waits for a person's answer (inbox)
 };
 
 struct E2eOutcome {
@@ -76,6 +78,7 @@ struct E2eOutcome {
   std::optional<Measurement> measurement;  // unset when no kernel could be put in
   std::string not_measured;                // why, when unset
   bool interrupted = false;                // an LLM call failed (an unanswered inbox prompt)
+  bool awaiting_answer = false;            // a site's prompt waits for a person's answer
   // The integration was applied and eager+kforge matched eager at every batch size (logits within
   // tolerance and the same greedy tokens at every step).
   bool Matches() const;

@@ -24,6 +24,12 @@ struct ExportRequest {
   std::string package;            // Python package name; empty: kforge_ops_<run suffix>
 };
 
+// How to install the package in `package_dir`, as shell lines: into a virtual environment that
+// sees the installed torch (`python3 -m venv --system-site-packages`), since Debian's system
+// Python refuses `pip install` into itself (PEP 668, "externally managed"), and pip must not
+// replace the installed torch build (--no-build-isolation, --no-index).
+std::string InstallCommands(const std::filesystem::path& package_dir);
+
 // Returns the package name. Errors name the input and the fix: not an e2e run, no integrated
 // kernel in it, an output folder in the way.
 Result<std::string> ExportTorchOp(const ExportRequest& request);

@@ -24,6 +24,7 @@
 #include <optional>
 #include <stop_token>
 
+#include "kforge/core/sandbox.h"
 #include "kforge/eval/compile_service.h"
 #include "kforge/eval/timing.h"
 #include "kforge/eval/verdict.h"
@@ -39,6 +40,13 @@ struct EvalOptions {
   std::chrono::seconds module_timeout{600};       // Python modules (load_inline compiles)
   std::uint64_t memory_limit_bytes = 8ull << 30;  // address space of CPU-target runners
   std::uint64_t process_limit = 1024;             // processes + threads of the runner's user
+  // The candidate's private /tmp and /dev/shm (size-limited tmpfs mounts: a write past the size
+  // fails with ENOSPC, resource_limit), what its scratch folder may hold besides the outputs the
+  // runner writes there (more: KForge stops it, resource_limit), and its open descriptors.
+  std::uint64_t tmp_bytes = 1ull << 30;
+  std::uint64_t shm_bytes = 1ull << 30;
+  std::uint64_t scratch_quota_bytes = 1ull << 30;
+  std::uint64_t open_files = 4096;
   std::optional<PrecisionPolicy> policy;          // overrides the task's policy
   std::optional<std::uint64_t> seed;              // reproduce a run; default: fresh, secret
   std::filesystem::path work_root;                // default: $TMPDIR/kforge-<uid>
@@ -71,6 +79,9 @@ struct EvalOptions {
   // Parent-driven timing: how many timing sets (drawn like trials, never shown in the trials)
   // the samples rotate among (at least 2).
   int timing_sets = 2;
+  // The sandbox every runner starts in (core/sandbox.h); null (the default): DefaultSandbox(),
+  // bubblewrap where it works here. Tests pass their own.
+  std::shared_ptr<const Sandbox> sandbox;
 };
 
 // $TMPDIR/kforge-<uid>: where evaluation folders go unless EvalOptions::work_root says otherwise.

@@ -78,9 +78,13 @@ struct GuardrailOptions {
   std::vector<std::int64_t> task_dimensions;
 };
 
-// Checks one candidate file's source. `model` is the target's programming model and `kind` how
-// the runner loads the file (a module candidate on a native model is a KernelBench-style
-// load_inline submission).
+// Checks one candidate file's source. `rules` are the target backend's dialect facts
+// (Backend::traits().static_rules) and `kind` how the runner loads the file (a module candidate
+// on a native model is a KernelBench-style load_inline submission).
+GuardrailReport CheckCandidate(std::string_view source, const StaticRuleSet& rules,
+                               CandidateKind kind, const GuardrailOptions& options);
+
+// The same with the rules of `model`'s backend (TraitsOf(model).static_rules).
 GuardrailReport CheckCandidate(std::string_view source, ProgrammingModel model, CandidateKind kind,
                                const GuardrailOptions& options);
 

@@ -93,7 +93,11 @@ struct HarnessLaunch {
   std::vector<std::string> env;        // complete environment; empty: inherit
   SandboxPolicy policy;                // scratch folder, visible and hidden paths
   bool sandboxed = true;               // false: only limits and the user switch (tests)
+  std::shared_ptr<const Sandbox> sandbox;  // null: DefaultSandbox()
   ResourceLimits limits;
+  // The scratch folder's quota, watched while the process runs (its end then says
+  // limit_exceeded: resource_limit); null: none.
+  std::shared_ptr<FolderQuota> folder_quota;
   std::chrono::seconds max_wait{1800};  // how long the process may wait for its first command
   std::optional<FreezeMethod> freeze;   // default: the strongest here (eval/freezer.h)
 };
@@ -237,6 +241,7 @@ class HarnessSession {
   std::shared_ptr<std::atomic<std::int64_t>> deadline_;
   bool hello_done_ = false;
   bool sandboxed_ = true;
+  std::shared_ptr<const Sandbox> sandbox_;  // the one that wrapped the process
   std::uint64_t last_id_ = 0;
   bool ended_ = false;
   double max_freeze_seconds_ = 0;

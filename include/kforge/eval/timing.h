@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kforge {
 
@@ -74,6 +75,17 @@ struct PhysicsFloor {
   std::string rate_used;  // which matmul rate: "float32", "tf32", "bfloat16", ...
   std::string Describe() const;
 };
+
+// Relative noise (TimingStats::rel_std) above which a timing is too noisy to quote as a
+// measurement: a busy or shared machine (CPU targets, where other work shares the cores). Its
+// median is still the ranking statistic; the verdict says it is noisy.
+inline constexpr double kNoisyRelStd = 0.10;
+
+// What a reader of `candidate`'s timing (and of its speedup over `eager`) must be warned of, one
+// line each: noise above kNoisyRelStd, or the two timed on different clocks (the speedup then
+// compares two clocks). Empty when nothing.
+std::vector<std::string> TimingWarnings(const TimingStats& candidate,
+                                        const std::optional<TimingStats>& eager);
 
 // A duration for people: "812 ns", "12.3 us", "4.56 ms", "1.23 s".
 std::string FormatSeconds(double seconds);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kforge/core/error.h"
+#include "kforge/core/load_monitor.h"
 #include "kforge/eval/timing.h"
 #include "kforge/store/records.h"
 #include "kforge/task/task.h"
@@ -112,6 +113,15 @@ struct Verdict {
   // The out-of-process device-time check (eval/device_time_check.h, DeviceTimeCheck::ToJson)
   // of a result that was promoted (reported, exported); empty when it was not run.
   std::string device_time_check_json;
+  // Load while the timed phases ran (core/load_monitor.h): the reference's (eager and compile
+  // baselines) and the candidate's. `timed_under_load` when either was busy: the figures stand,
+  // flagged, with `load_reasons` saying what competed; a bench times such an evaluation once more
+  // (`retimed` counts it).
+  std::optional<LoadReading> reference_load;
+  std::optional<LoadReading> candidate_load;
+  bool timed_under_load = false;
+  std::vector<std::string> load_reasons;
+  int retimed = 0;
 
   std::string ToJson() const;  // one JSON object, documented in docs/verdict.md
   std::string ToText() const;  // a few readable lines for the terminal

@@ -14,14 +14,17 @@
 #ifndef KFORGE_EXEC_BENCH_RUNNER_H_
 #define KFORGE_EXEC_BENCH_RUNNER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kforge/core/error.h"
 #include "kforge/llm/budget.h"
+#include "kforge/llm/call_failure.h"
 #include "kforge/llm/cancellation.h"
 #include "kforge/llm/provider.h"
 #include "kforge/prompt/prompt_renderer.h"
@@ -46,6 +49,10 @@ struct TaskOutcome {
   std::optional<synth::EvaluatedCandidate> best;
   int steps = 0;
   std::string stop_reason;  // the loop's, or the error for kFailed
+  // The task's loop ended on a failed LLM call (synth::SynthesisResult::call_failure): kTransient
+  // leaves it kInterrupted (resumable), kPermanent makes it kFailed with the call's message.
+  std::optional<llm::CallFailureKind> call_failure;
+  bool awaiting_answer = false;  // stopped at a prompt waiting for a person's answer (inbox)
 
   bool correct() const { return best && best->correct(); }
   // The best candidate's speedup against PyTorch eager, when it is correct and was timed.
@@ -62,6 +69,9 @@ class BenchObserver {
   virtual ~BenchObserver() = default;
   virtual void OnTaskStarted(std::size_t /*task*/) {}
   virtual void OnStep(std::size_t /*task*/, const synth::ProgressEvent& /*event*/) {}
+  // What the task is doing now (core/activity.h: "generating", "compiling", ...); empty between
+  // steps.
+  virtual void OnActivity(std::size_t /*task*/, std::string_view /*activity*/) {}
   virtual void OnTaskFinished(std::size_t /*task*/, const TaskOutcome& /*outcome*/) {}
 };
 
@@ -77,7 +87,13 @@ struct BenchSetup {
   std::optional<PromptRenderer> renderer;  // loaded once, shared by every task; unset: default
   synth::SynthesisOptions options;         // per task
   int jobs = 0;                            // tasks at once; 0: min(tasks, 16)
+  // The composition root's per-task parts of each task's synthesis setup (its profile pass and
+  // device facts, app::Setup::CompleteSynthesis); unset: none.
+  std::function<void(const Task&, synth::SynthesisSetup&)> complete_synthesis;
   BenchObserver* observer = nullptr;       // optional
+  // Called once with every task before any starts (eval/task_check.h: each task run once); its
+  // error ends RunBench before the first prompt. Unset: not checked.
+  std::function<Status(const std::vector<Task>&)> check_tasks;
   std::stop_token stop;
   std::stop_token abandon;
   llm::CancellationToken cancel_calls;
@@ -86,6 +102,7 @@ struct BenchSetup {
 struct BenchResult {
   std::vector<TaskOutcome> tasks;  // in suite order
   bool interrupted = false;        // a task did not finish: stopped, failed LLM call or store error
+  int awaiting_answer = 0;         // tasks stopped at a prompt waiting for a person's answer
   int correct = 0;
   int steps = 0;
 };

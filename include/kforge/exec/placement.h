@@ -5,7 +5,8 @@
 // DeviceEvaluators is the real `on_device`: one Evaluator per device (its own warm work slots) and
 // the target's backend bound to that device; native candidates are compiled on the compile
 // service's CPU pool before a slot is taken, so the evaluation inside the slot finds the
-// compile in the cache and a device never waits for a compiler.
+// compile in the cache and a device never waits for a compiler. A timing taken under load is
+// taken once more (RetimeUnderLoad).
 #ifndef KFORGE_EXEC_PLACEMENT_H_
 #define KFORGE_EXEC_PLACEMENT_H_
 
@@ -39,6 +40,12 @@ using BeforeSlotFn =
 // already holds a slot runs to its end unless its own token is stopped.
 synth::EvaluateFn PlaceOnDevices(DeviceSlots& slots, DeviceEvaluateFn on_device,
                                  BeforeSlotFn before = {}, std::stop_token waiting_stop = {});
+
+// A correct verdict that was timed while other work competed (Verdict::timed_under_load) is
+// evaluated once more: the second verdict is kept, with Verdict::retimed = 1 (still flagged when
+// the load persisted). Everything else is returned as `evaluate` gave it. DeviceEvaluators
+// evaluates this way, inside the device's slot.
+Verdict RetimeUnderLoad(const std::function<Verdict()>& evaluate, std::stop_token stop = {});
 
 class DeviceEvaluators {
  public:

@@ -27,6 +27,12 @@ class CassetteWriter {
   // when it is not empty.
   static Result<std::shared_ptr<CassetteWriter>> Create(const std::filesystem::path& path,
                                                         const std::string& note = "");
+  // Continues the cassette at `path` (a resumed run): its entries are kept and new ones follow
+  // with the next indices, so that after any number of resumes it holds the whole conversation.
+  // A last line cut short by a killed process is dropped. A missing or empty file is created as
+  // by Create(). Errors: a file that is not a cassette of this version (kParse), I/O (kIo).
+  static Result<std::shared_ptr<CassetteWriter>> Open(const std::filesystem::path& path,
+                                                      const std::string& note = "");
   virtual ~CassetteWriter() = default;
   virtual Status Append(const ProviderInfo& info, const Request& request,
                         const Response& response) = 0;

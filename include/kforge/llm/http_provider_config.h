@@ -3,9 +3,11 @@
 #define KFORGE_LLM_HTTP_PROVIDER_CONFIG_H_
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "kforge/llm/pricing.h"
+#include "kforge/llm/rate_limiter.h"
 #include "kforge/llm/retry.h"
 
 namespace kforge::llm {
@@ -25,7 +27,13 @@ struct HttpProviderConfig {
   Pricing pricing;
   RetryPolicy retry;
   std::chrono::milliseconds connect_timeout{10'000};
+  // Idle timeout of one attempt: the longest time without progress (HttpRequest::read_timeout).
   std::chrono::milliseconds read_timeout{300'000};
+  // The whole call, every attempt and wait included; past it the call fails with kTimeout.
+  // 0 = no bound of the model's own (CallOptions::deadline still applies).
+  std::chrono::milliseconds call_timeout{900'000};
+  // The model's limits: every attempt on the wire takes a permit (null: none).
+  std::shared_ptr<RateLimiter> limiter;
 };
 
 }  // namespace kforge::llm

@@ -4,9 +4,11 @@
 // Contract:
 // - Send() is thread-safe and may be called concurrently; connections are pooled and reused.
 // - Any HTTP status is a successful Send(); only failures to get a complete response are errors:
-//   kUnavailable for connection failures (refused, reset, DNS, a body cut short of its declared
-//   length), kTimeout for a connect timeout, a read timeout (no byte for `read_timeout`) or the
-//   call's deadline, kCancelled when CallOptions::cancel fires, kInvalidArgument for a bad URL.
+//   kUnavailable for connection failures (reset, DNS, a body cut short of its declared length;
+//   a connection that could not be made at all — refused, no route — has a message starting
+//   with kCannotConnect: nothing was sent), kTimeout for a connect timeout, an idle timeout (no
+//   progress for `read_timeout`) or the call's deadline, kCancelled when CallOptions::cancel
+//   fires, kInvalidArgument for a bad URL.
 // - Error messages name the URL with secrets redacted.
 #ifndef KFORGE_LLM_HTTP_TRANSPORT_H_
 #define KFORGE_LLM_HTTP_TRANSPORT_H_
@@ -31,12 +33,20 @@ struct HttpRequest {
   std::string body;
   // Time allowed to establish the connection (TCP and TLS).
   std::chrono::milliseconds connect_timeout{10'000};
-  // Longest silence allowed while waiting for response bytes. Non-streaming answers from large
-  // models can take minutes before the first byte, hence the generous default.
+  // Idle timeout: the longest time without progress. Progress is the response's status line and
+  // headers, request bytes going out, and body bytes that `counts_as_progress` accepts (unset: any
+  // chunk that is not only whitespace), so a server trickling keep-alive bytes is timed out like
+  // a silent one. Non-streaming answers from large models can take minutes before the first
+  // byte, hence the generous default.
   std::chrono::milliseconds read_timeout{300'000};
+  // Whether a chunk of body bytes is progress (streams: an event carrying data, not a comment).
+  std::function<bool(std::string_view)> counts_as_progress;
   // Receives body bytes as they arrive (streaming); the full body is returned as well. Optional.
   std::function<void(std::string_view)> on_body;
 };
+
+// The start of the message of a connection that could not be made at all (kUnavailable).
+inline constexpr std::string_view kCannotConnect = "cannot connect to ";
 
 struct HttpResponse {
   int status = 0;

@@ -1,5 +1,7 @@
 // Builds the provider for a registry entry: reads its key, registers the key for redaction, and
-// wraps the wire-format provider with the entry's rate limits and the run's budget.
+// wraps the wire-format provider with the entry's rate limits and the run's budget. The outermost
+// layer redacts: every error message it returns has passed Redact(), and every answer's text and
+// raw body RedactRegisteredSecrets() (an answer that echoes the key does not carry it further).
 #ifndef KFORGE_LLM_PROVIDER_FACTORY_H_
 #define KFORGE_LLM_PROVIDER_FACTORY_H_
 

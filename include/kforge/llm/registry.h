@@ -38,9 +38,13 @@ struct ModelEntry {
   bool vision = false;
   Pricing pricing;
   RateLimits limits;
+  // The limits hold for every kforge process of this host together (RateLimiter::OpenShared),
+  // not per process.
+  bool share_limits = true;
   bool stream = false;  // openai_compatible: use server-sent events
   std::chrono::milliseconds connect_timeout{10'000};
-  std::chrono::milliseconds read_timeout{300'000};
+  std::chrono::milliseconds read_timeout{300'000};  // idle: the longest time without progress
+  std::chrono::milliseconds call_timeout{900'000};  // the whole call, retries included; 0 = none
   RetryPolicy retry;
   std::string inbox_dir;  // inbox: the directory prompts and answers go to
   std::string description;

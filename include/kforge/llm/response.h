@@ -26,7 +26,8 @@ struct Response {
   Usage usage;
   double cost_usd = 0.0;  // usage priced with the registry entry's prices; 0 where no price is known
   // Wall time of the call as the caller saw it: from the first attempt to the final answer,
-  // including retries and back-off, excluding time queued in a rate limiter.
+  // including retries, back-off and the rate-limit waits of the attempts (HTTP providers take a
+  // permit per attempt); a call-level limiter's queue (the inbox's) is not included.
   std::chrono::milliseconds latency{0};
   int attempts = 1;  // HTTP attempts made (1 = no retry)
   // Byte-exact body of the final HTTP response (the whole SSE stream when streaming; the answer

@@ -24,7 +24,8 @@
 namespace kforge {
 
 struct ParsedCandidate {
-  std::string file_name;  // the expected name (CandidateFormatOf(model).file_name)
+  std::string
+      file_name;  // the expected name (CandidateFormatOf(model).file_name, target/backend.h)
   std::string source;     // the file's text, ending in one newline
   CandidateKind kind = CandidateKind::kNative;
   std::string prose;    // the answer's text outside the chosen block, trimmed (for the store)

@@ -3,16 +3,18 @@
 // its edge cases; this header states the rules in brief.
 //
 // - A task's outcome comes from its candidates' latest evaluations. A candidate counts as correct
-//   when its evaluation status is `correct`; a correct candidate held for review
-//   (`timing.held_for_review`) is never a task's best and is listed apart.
+//   when its evaluation status is `correct`; a task is solved when one of its candidates is. Its
+//   best candidate is chosen by the one rule of store/ranking.h, as the synthesis loop chooses the
+//   kernel it writes to best/: a candidate held for review (`timing.held_for_review`) is the
+//   best only when every correct candidate is held.
 // - Headline figures are computed per precision group (policy, atol, rtol): results under
 //   different policies are never pooled. Degenerate tasks (any verdict with
 //   `degenerate.flagged`) and tasks with a candidate held for review leave the headline and are
 //   reported apart, degenerate first.
-// - A task's speedup against a baseline is the largest speedup against that baseline among its
-//   correct, not-held candidates, taken as stored in the verdict (baseline median / candidate
-//   median, same device, same run). A speedup that is absent, not finite or not positive is not
-//   a measurement: such a task is "correct without a measured speedup" for that baseline.
+// - A task's speedup against a baseline is its best candidate's, taken as stored in the verdict
+//   (baseline median / candidate median, same device, same run). A speedup that is absent, not
+//   finite or not positive is not a measurement: such a task is "correct without a measured
+//   speedup" for that baseline.
 // - fast_p (KernelBench): (tasks whose best candidate is correct and has speedup > p) / (all
 //   tasks of the group), strictly greater, every task of the group in the denominator, whether or
 //   not it produced anything. Undefined (nullopt) for an empty group.
@@ -82,21 +84,21 @@ struct TaskOutcome {
   int candidates = 0;
   int evaluated = 0;
   int correct_candidates = 0;  // correct, held ones included
-  bool correct = false;        // a correct candidate that is not held for review exists
+  bool correct = false;        // solved: a correct candidate exists (held for review or not)
   // "correct", or the status of the last evaluated candidate, or "not evaluated".
   std::string status;
-  // Best speedup per baseline (kBaselines order) and the candidate that has it.
+  // The best candidate's speedup per baseline (kBaselines order), and its id where measured.
   std::array<std::optional<double>, 3> best_speedup;
   std::array<std::string, 3> best_candidate_id;
   int invalid_speedups = 0;  // stored speedups that were zero, negative or not finite
-  // The task's best candidate: the correct one with the best speedup against eager, else the
-  // first correct one; empty when none is correct.
+  // The task's best candidate (store/ranking.h); empty when none is correct.
   std::string best_id;
   std::optional<double> best_sol_fraction;
   std::optional<double> arithmetic_intensity;
   std::vector<HeldCandidate> held;
-  // Best speedup against eager so far, after each iteration 0..max (index = iteration), and
-  // whether a correct candidate existed by then.
+  // The speedup against eager of the best candidate as it stood after each iteration 0..max
+  // (index = stored iteration; none while that best is held for review), and whether a correct
+  // candidate existed by then.
   std::vector<std::optional<double>> best_so_far;
   std::vector<bool> correct_so_far;
   std::int64_t input_tokens = 0;

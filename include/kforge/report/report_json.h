@@ -11,7 +11,8 @@
 
 namespace kforge::report {
 
-inline constexpr int kReportVersion = 1;
+// 2: iterations are numbered from 1 (1: as stored, from 0); a best candidate by store/ranking.h.
+inline constexpr int kReportVersion = 2;
 
 // report.json: deterministic for a given store (no generation time, sorted keys, numbers rounded
 // to 6 significant digits), so that it can be compared and golden-tested.

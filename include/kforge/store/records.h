@@ -46,7 +46,9 @@ enum class EvaluationStatus {
   kTimeout,           // (timeout) did not finish within its wall-clock or CPU-time limit
   kOutOfMemory,       // (out_of_memory) exceeded its memory limit
   kSandboxViolation,  // (sandbox_violation) tried the network or to write outside its scratch
-  kResourceLimit,     // (resource_limit) hit the process/thread limit (fork bombs)
+                      // (or made its scratch unwritable to the runner)
+  kResourceLimit,     // (resource_limit) hit a limit it was given: processes/threads (fork
+                      // bombs), descriptors, the scratch quota, the size of /tmp or /dev/shm
   kGuardrail,         // (guardrail) rejected by a static or dynamic guardrail
   kRejected,          // (rejected) a claim failed a plausibility check such as the physics floor
   kReferenceError,    // (reference_error) the task's own reference failed: not the candidate

@@ -1,10 +1,8 @@
-// Which of two evaluated candidates is better: the one rule the loop uses to keep its best
-// candidate, so that a later, worse candidate never replaces it.
-//
-// The evaluation's own rule decides first (kforge::IsBetter in eval/verdict.h): correct beats not
-// correct, and between two correct candidates that were both timed the lower median time wins.
-// Between candidates of equal standing the earlier one (lower sample, then lower iteration) stays,
-// so the choice does not depend on which sample finished first.
+// Which of two evaluated candidates is better: the loop keeps its best candidate by it, so that a
+// later, worse candidate never replaces it. It is the one rule of store/ranking.h (also used by
+// bench summaries, reports and `kforge compare`): correct beats not correct, a candidate held for
+// review ranks below the other correct ones, between timed correct candidates the lower median
+// wins, and between equals the earlier one (lower sample, then lower iteration) stays.
 #ifndef KFORGE_SYNTH_CANDIDATE_RANKING_H_
 #define KFORGE_SYNTH_CANDIDATE_RANKING_H_
 
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "kforge/eval/verdict.h"
+#include "kforge/store/ranking.h"
 
 namespace kforge::synth {
 
@@ -28,6 +27,9 @@ struct EvaluatedCandidate {
 
   bool correct() const { return verdict.status == EvalStatus::kCorrect; }
 };
+
+// What the rule of store/ranking.h reads of `candidate`.
+store::Standing StandingOf(const EvaluatedCandidate& candidate);
 
 // True when `challenger` should replace `incumbent` as the best candidate.
 bool IsBetter(const EvaluatedCandidate& challenger, const EvaluatedCandidate& incumbent);

@@ -14,8 +14,10 @@
 // the call that produced them), evaluations, LLM calls (through the agents' LlmCallLog) and
 // recommendations. Resume: run the same configuration against the same run id and store. Finished
 // LLM calls are answered from the store (LlmCallLog), a candidate already recorded for that call
-// is not added again, and a candidate whose source was already evaluated in this run reuses that
-// evaluation instead of running again.
+// is not added again, a candidate whose source was already evaluated in this run reuses that
+// evaluation (timings included) instead of running again, and an analysis reads the profile
+// stored with its candidate's evaluation instead of profiling again: what the run measured once
+// is what every prompt quotes.
 //
 // Ownership: the Synthesizer borrows the store, evaluator and backend (they must outlive Run())
 // and shares the providers and the budget. Run() is called once, from one thread; it owns the
@@ -33,10 +35,12 @@
 #include "kforge/core/error.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/llm/budget.h"
+#include "kforge/llm/call_failure.h"
 #include "kforge/llm/cancellation.h"
 #include "kforge/llm/provider.h"
 #include "kforge/prompt/device_facts.h"
 #include "kforge/prompt/generation_inputs.h"
+#include "kforge/prompt/analysis_profile.h"
 #include "kforge/prompt/prompt_renderer.h"
 #include "kforge/store/run_store.h"
 #include "kforge/synth/candidate_ranking.h"
@@ -71,9 +75,15 @@ struct SynthesisSetup {
   ProgressCallback on_progress;  // optional
   // A profile pass before each analysis: (file name, source) of the best correct candidate to
   // the profile module's summary. Unset (no profiler for the target, or turned off): the
-  // analysis reads the verdict's timings only. A failed pass is logged, never fatal.
-  std::function<Result<std::string>(const std::string& file_name, const std::string& source)>
+  // analysis reads the verdict's timings only. A failed pass is logged, never fatal. Each pass,
+  // failed or not, is stored with the candidate's evaluation (profiles table) and read back
+  // instead of profiling again, so that a resumed run asks the same analysis prompt.
+  std::function<Result<AnalysisProfile>(const std::string& file_name, const std::string& source)>
       profile_summary;
+  // The task checked before the first step (also on resume): loaded and its reference run once
+  // (eval/task_check.h). A broken task ends Run() with the check's kInvalidArgument error before
+  // any prompt is sent. Unset: not checked here (`kforge bench` checks all its tasks at once).
+  std::function<Status(const Task& task)> check_task;
   // Stopping (Ctrl-C in `kforge bench`). Once `stop` is requested no step starts, steps in flight
   // finish, and the result is `interrupted` (resumable). `abandon` is passed to evaluations in
   // flight (they end as infra_error "cancelled", which a resume evaluates again) and
@@ -94,9 +104,22 @@ struct SynthesisResult {
   std::filesystem::path best_path;  // <best_dir>/<file> when best is correct, else empty
   int steps = 0;                    // generation steps taken over all samples
   std::string stop_reason;          // why the loop ended, for the terminal
-  // A sample ended because an LLM call failed (an unanswered inbox prompt, a provider error):
-  // the run is resumable rather than finished, and is stored as `interrupted`.
+  // The run is resumable rather than finished, and is stored as `interrupted`: it was stopped on
+  // request, or a sample ended on a failed LLM call that is not permanent (an unanswered inbox
+  // prompt, a provider outage after its retries, the budget).
   bool interrupted = false;
+  // A sample ended on a failed LLM call: the most decisive kind over the samples
+  // (llm::MoreDecisive) and that call's error message. kPermanent: the run ended and is not
+  // `interrupted` (a bad key, no quota, an unknown model); the message says what to fix.
+  std::optional<llm::CallFailureKind> call_failure;
+  std::string call_error;
+  // Among those calls, one was a prompt waiting for a person's answer (an inbox without its
+  // answer file): the run is paused rather than failed; the stop reason says which file to write.
+  bool awaiting_answer = false;
+  // The task's reference failed in an evaluation (reference_error): the task, not the model,
+  // must be fixed, so the loop stopped there instead of asking for another candidate. The
+  // verdict's message; empty when it did not happen.
+  std::string task_error;
 };
 
 class Synthesizer {

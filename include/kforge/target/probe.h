@@ -9,17 +9,22 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/core/env.h"
+
 namespace kforge {
 
-// First line of `program --version`-style output, or empty if the program is absent.
-std::string ProgramVersion(const std::string& program, const std::vector<std::string>& args);
+// First line of `program --version`-style output, or empty if the program is absent (asked of
+// `env`; not cached).
+std::string ProgramVersion(const std::string& program, const std::vector<std::string>& args,
+                           const Env& env = Env::Default());
 
 // The Python interpreter the runner uses: $KFORGE_PYTHON if set, else the first of `python3` on
 // PATH and /usr/bin/python3 that can import torch; empty if none can.
 const std::string& RunnerPython();
 
 // Version of `module` importable by RunnerPython() ("" if it cannot be imported). "torch.cuda"
-// answers "available"/"" for whether torch sees a CUDA device.
+// answers the device's name or "" for whether torch sees a CUDA device. The common modules are
+// asked in one Python start; any other module in one start of its own (each answer cached).
 std::string PythonModuleVersion(const std::string& module);
 
 struct OpenClPlatform {

@@ -2,7 +2,8 @@
 //
 // Grammar: vendor[-device]/model. The vendor is one of nvidia, amd, intel, apple, cpu; the device
 // is a product name (h200, mi300x, b580, m4) or an architecture (sm90, gfx942); the programming
-// model is one of cuda, triton, cute, hip, sycl, metal, opencl, cpp. A Target is a value type:
+// model is one of the registry's (src/target/registry.cc: cuda, hip, sycl, metal, triton, cute,
+// opencl, cpp), each with the vendors that support it. A Target is a value type:
 // Parse(t.ToString()) == t, and the string it prints is the one it was parsed from.
 #ifndef KFORGE_TARGET_TARGET_H_
 #define KFORGE_TARGET_TARGET_H_
@@ -16,7 +17,7 @@
 namespace kforge {
 
 enum class Vendor { kNvidia, kAmd, kIntel, kApple, kCpu };
-enum class ProgrammingModel { kCuda, kTriton, kCute, kHip, kSycl, kMetal, kOpenCl, kCpp };
+enum class ProgrammingModel { kCuda, kTriton, kCute, kHip, kSycl, kMetal, kOpenCl, kCpp, kHelion };
 
 std::string_view VendorName(Vendor vendor);
 std::string_view ProgrammingModelName(ProgrammingModel model);

@@ -64,6 +64,20 @@ Result<Suite> LoadSuite(const std::filesystem::path& path);
 // get_init_inputs); the error names `origin` and what is missing.
 Status ValidateTaskSource(std::string_view source, std::string_view origin);
 
+// The module-level names a task source assigns (`batch_size = 16`, `a, b = 1, 2`, `x: int = 3`,
+// also inside top-level if/try/with/for blocks, never inside a def or class): the globals an
+// override may replace. A static scan of the text, so that a misspelled override is reported
+// before any runner starts; the runner checks again when it applies them.
+std::vector<std::string> ModuleGlobals(std::string_view source);
+
+// Checks that every override of `task` names one of ModuleGlobals(task.source); the error names
+// the override, the task and the nearest global ("did you mean 'batch_size'?").
+Status CheckOverrides(const Task& task);
+
+// Parses command-line overrides (`--set NAME=VALUE`; VALUE is JSON, and a bare word is a string)
+// onto `task`, then CheckOverrides(). Errors name the argument and how to write it.
+Status AddOverrides(Task& task, const std::vector<std::string>& name_equals_value);
+
 // The KernelBench data directory used for "kernelbench:" specs.
 std::filesystem::path KernelBenchDir();
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <set>
 #include <string>
@@ -14,11 +15,11 @@
 
 namespace kforge::guardrails {
 
-void CheckPythonRules(const std::vector<Token>& t, ProgrammingModel model, CandidateKind kind,
+void CheckPythonRules(const std::vector<Token>& t, const StaticRuleSet& rules, CandidateKind kind,
                       Findings& findings) {
   const GuardrailOptions& options = findings.options();
   const auto aliases = PythonAliases(t);
-  const auto scopes = PythonScopes(t, aliases);
+  const auto scopes = PythonScopes(t, aliases, rules);
   const bool module = kind == CandidateKind::kModule;
   auto canonical = [&](std::size_t i) { return Canonical(t[i].text, aliases); };
   auto is_module_name = [&](std::string_view name) {
@@ -64,7 +65,7 @@ void CheckPythonRules(const std::vector<Token>& t, ProgrammingModel model, Candi
     const int line = tok.line;
     if (tok.kind == TokKind::kPunct) {
       if (module && !options.allow_reference_ops && (tok.text == "@" || tok.text == "@=") &&
-          !tok.line_start && !scopes[i].in_init) {
+          !tok.line_start && !scopes[i].in_init && !scopes[i].in_kernel) {
         findings.Reject("reference-op-call", line,
                         fmt::format("{} (matrix product operator)", tok.text),
                         "(the @ operator runs torch.matmul on tensors)");
@@ -333,7 +334,8 @@ void CheckPythonRules(const std::vector<Token>& t, ProgrammingModel model, Candi
         Downcast(findings, Precision::kTf32, line, fmt::format("{}={}", tok.text, v.text));
       }
     }
-    if (call && c == "triton.language.dot" && model == ProgrammingModel::kTriton) {
+    if (call && std::find(rules.implicit_tf32_calls.begin(), rules.implicit_tf32_calls.end(), c) !=
+                    rules.implicit_tf32_calls.end()) {
       // tl.dot on fp32 operands computes in TF32 unless told otherwise.
       const std::size_t close = Matching(t, i + 1);
       bool explicit_precision = false;
@@ -341,7 +343,8 @@ void CheckPythonRules(const std::vector<Token>& t, ProgrammingModel model, Candi
         explicit_precision |= t[k].text == "input_precision" || t[k].text == "allow_tf32";
       }
       if (!explicit_precision) {
-        Downcast(findings, Precision::kTf32, line, "tl.dot(...) without input_precision", true);
+        Downcast(findings, Precision::kTf32, line, tok.text + "(...) without input_precision",
+                 true);
       }
     }
 

@@ -9,14 +9,14 @@
 
 #include "findings.h"
 #include "kforge/target/backend.h"
-#include "kforge/target/target.h"
 #include "lexer.h"
 
 namespace kforge::guardrails {
 
-// `t`: the file's merged Python tokens. `model` is the target's programming model (Triton's tl.dot
-// defaults to TF32); `kind` how the runner loads the file (module rules apply to kModule only).
-void CheckPythonRules(const std::vector<Token>& t, ProgrammingModel model, CandidateKind kind,
+// `t`: the file's merged Python tokens. `rules`: the dialect facts of the target's backend
+// (kernel decorators, device loops, calls that default to TF32); `kind` how the runner loads the
+// file (module rules apply to kModule only).
+void CheckPythonRules(const std::vector<Token>& t, const StaticRuleSet& rules, CandidateKind kind,
                       Findings& findings);
 
 }  // namespace kforge::guardrails

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/target/backend.h"
 #include "lexer.h"
 
 namespace kforge::guardrails {
@@ -23,12 +24,15 @@ std::string Canonical(const std::string& name, const std::map<std::string, std::
 struct PyScope {
   bool in_function = false;  // inside any def
   bool in_init = false;      // inside __init__ (construction: parameters may be made with torch)
-  bool in_kernel = false;    // inside a @triton.jit / CuTe kernel (tensor methods are Triton's)
+  bool in_kernel = false;    // in a DSL kernel's device code (tensor methods are the DSL's)
 };
 
-// Scope of every token from `def` lines and indentation.
+// Scope of every token from `def` and `for` lines and indentation. A kernel is a function under
+// a decorator of one of `rules.kernel_decorator_modules`; when `rules.device_loop_iterables`
+// names iterables of the decorator's module, only the bodies of loops over them are kernel code.
 std::vector<PyScope> PythonScopes(const std::vector<Token>& t,
-                                  const std::map<std::string, std::string>& aliases);
+                                  const std::map<std::string, std::string>& aliases,
+                                  const StaticRuleSet& rules);
 
 }  // namespace kforge::guardrails
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "formats.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
@@ -9,32 +10,32 @@
 namespace kforge {
 namespace {
 
-std::string Nvcc() {
-  std::string nvcc = FindProgram("nvcc");
-  if (nvcc.empty() && ::access("/usr/local/cuda/bin/nvcc", X_OK) == 0) {
+std::string Nvcc(const Env& env) {
+  std::string nvcc = env.FindProgram("nvcc");
+  if (nvcc.empty() && env.IsExecutable("/usr/local/cuda/bin/nvcc")) {
     nvcc = "/usr/local/cuda/bin/nvcc";
   }
   return nvcc;
 }
 
 // Compute capability of the first GPU as 90 for 9.0; 0 if unknown.
-int LocalComputeCapability() {
-  std::string smi = FindProgram("nvidia-smi");
+int LocalComputeCapability(const Env& env) {
+  std::string smi = env.FindProgram("nvidia-smi");
   if (smi.empty()) return 0;
   ProcessSpec spec;
   spec.argv = {smi, "--query-gpu=compute_cap", "--format=csv,noheader"};
   spec.timeout = std::chrono::seconds(30);
-  auto r = RunProcess(spec);
+  auto r = env.Run(spec);
   if (!r || r->state != ProcessState::kDone) return 0;
   double cc = std::atof(r->stdout_text.c_str());
   return static_cast<int>(cc * 10 + 0.5);
 }
 
 // "nvcc 13.0.48" from the "Cuda compilation tools, release 13.0, V13.0.48" line.
-std::string NvccVersion(const std::string& nvcc) {
+std::string NvccVersion(const std::string& nvcc, const Env& env) {
   ProcessSpec spec;
   spec.argv = {nvcc, "--version"};
-  auto r = RunProcess(spec);
+  auto r = env.Run(spec);
   if (!r) return "nvcc";
   auto at = r->stdout_text.find(", V");
   if (at == std::string::npos) return "nvcc";
@@ -44,20 +45,30 @@ std::string NvccVersion(const std::string& nvcc) {
 
 class CudaBackend : public Backend {
  public:
-  explicit CudaBackend(Target target) : target_(std::move(target)) {}
+  CudaBackend(Target target, const Env& env)
+      : target_(std::move(target)),
+        env_(env),
+        traits_{.title = "CUDA C++",
+                .format = backends::NativeFormat(ProgrammingModel::kCuda, "kernel.cu", "cuda",
+                                                 {".cu"}, {"cuda", "cu"}),
+                .kernelbench_compat = true,
+                .stream = StreamHandle::kCudaStream,
+                .templates = "cuda",
+                .profilers = backends::NvidiaProfilers(),
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".cu"}; }
+  const ModelTraits& traits() const override { return traits_; }
   std::string RunnerDevice() const override { return "cuda:0"; }
 
   Availability Probe() const override {
     Availability a;
-    std::string nvcc = Nvcc();
+    std::string nvcc = Nvcc(env_);
     if (nvcc.empty()) {
       a.missing.push_back("nvcc not found: install the CUDA toolkit and put nvcc on PATH");
     } else {
       a.toolchain = true;
-      a.toolchain_version = NvccVersion(nvcc);
+      a.toolchain_version = NvccVersion(nvcc, env_);
     }
     if (NvidiaGpus().empty()) {
       a.missing.push_back("no NVIDIA GPU: nvidia-smi -L lists none (driver absent or no device)");
@@ -74,12 +85,12 @@ class CudaBackend : public Backend {
   Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
                                        const std::filesystem::path& output,
                                        const std::filesystem::path& abi_include_dir) const override {
-    std::string nvcc = Nvcc();
+    std::string nvcc = Nvcc(env_);
     if (nvcc.empty()) {
       return Unavailable("nvcc not found: install the CUDA toolkit and put nvcc on PATH");
     }
     int arch = target_.arch;
-    if (arch == 0) arch = LocalComputeCapability();
+    if (arch == 0) arch = LocalComputeCapability(env_);
     if (arch == 0) arch = 90;  // no GPU here and none named: build for Hopper, the project's device
     // sm_90a unlocks wgmma/setmaxnreg; its code runs on sm_90 parts only, which is the target.
     std::string gencode = arch == 90 ? "-gencode=arch=compute_90a,code=sm_90a"
@@ -92,12 +103,14 @@ class CudaBackend : public Backend {
 
  private:
   Target target_;
+  const Env& env_;
+  ModelTraits traits_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> NewCudaBackend(const Target& target) {
-  return std::make_unique<CudaBackend>(target);
+std::unique_ptr<Backend> NewCudaBackend(const Target& target, const Env& env) {
+  return std::make_unique<CudaBackend>(target, env);
 }
 
 }  // namespace kforge

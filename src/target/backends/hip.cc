@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "formats.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
@@ -12,22 +13,32 @@ namespace {
 
 class HipBackend : public Backend {
  public:
-  explicit HipBackend(Target target) : target_(std::move(target)) {}
+  HipBackend(Target target, const Env& env)
+      : target_(std::move(target)),
+        env_(env),
+        traits_{.title = "HIP C++",
+                .format = backends::NativeFormat(ProgrammingModel::kHip, "kernel.hip", "cpp",
+                                                 {".hip"}, {"hip"}),
+                .kernelbench_compat = true,
+                .stream = StreamHandle::kHipStream,
+                .templates = "hip",
+                .profilers = {"torch"},
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".hip"}; }
+  const ModelTraits& traits() const override { return traits_; }
   std::string RunnerDevice() const override { return "cuda:0"; }  // ROCm torch keeps the name
 
   Availability Probe() const override {
     Availability a;
-    std::string hipcc = FindProgram("hipcc");
+    std::string hipcc = env_.FindProgram("hipcc");
     if (hipcc.empty()) {
       a.missing.push_back("hipcc not found: install ROCm (Debian: apt-get install hipcc)");
     } else {
       a.toolchain = true;
-      a.toolchain_version = ProgramVersion(hipcc, {"--version"});
+      a.toolchain_version = ProgramVersion(hipcc, {"--version"}, env_);
     }
-    if (::access("/dev/kfd", F_OK) != 0) {
+    if (!env_.Exists("/dev/kfd")) {
       a.missing.push_back("no AMD GPU: /dev/kfd is absent (amdgpu driver with ROCm support)");
     } else if (PythonModuleVersion("torch.cuda").empty()) {
       a.missing.push_back("the runner's Python has no ROCm build of torch");
@@ -40,7 +51,7 @@ class HipBackend : public Backend {
   Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
                                        const std::filesystem::path& output,
                                        const std::filesystem::path& abi_include_dir) const override {
-    std::string hipcc = FindProgram("hipcc");
+    std::string hipcc = env_.FindProgram("hipcc");
     if (hipcc.empty()) {
       return Unavailable("hipcc not found: install ROCm (Debian: apt-get install hipcc)");
     }
@@ -55,12 +66,14 @@ class HipBackend : public Backend {
 
  private:
   Target target_;
+  const Env& env_;
+  ModelTraits traits_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> NewHipBackend(const Target& target) {
-  return std::make_unique<HipBackend>(target);
+std::unique_ptr<Backend> NewHipBackend(const Target& target, const Env& env) {
+  return std::make_unique<HipBackend>(target, env);
 }
 
 }  // namespace kforge

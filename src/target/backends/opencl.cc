@@ -2,6 +2,7 @@
 // runtime inside the runner (pyopencl); the candidate is a Python file with SOURCE and launch().
 #include <fmt/format.h>
 
+#include "formats.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
 
@@ -10,10 +11,18 @@ namespace {
 
 class OpenClBackend : public Backend {
  public:
-  explicit OpenClBackend(Target target) : target_(std::move(target)) {}
+  explicit OpenClBackend(Target target)
+      : target_(std::move(target)),
+        traits_{.title = "OpenCL C",
+                .format = backends::OpenClFormat(ProgrammingModel::kOpenCl),
+                .kernelbench_compat = false,
+                .stream = StreamHandle::kNone,  // launch() gets the queue itself
+                .templates = "opencl",
+                .profilers = {"opencl", "torch"},
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".py"}; }
+  const ModelTraits& traits() const override { return traits_; }
 
   std::string RunnerDevice() const override {
     // The reference runs where torch is fastest for this vendor; the kernel runs on OpenCL.
@@ -63,11 +72,13 @@ class OpenClBackend : public Backend {
 
  private:
   Target target_;
+  ModelTraits traits_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> NewOpenClBackend(const Target& target) {
+// The OpenCL runtime is asked through the ICD loader (probe.h), not through `env`.
+std::unique_ptr<Backend> NewOpenClBackend(const Target& target, const Env& /*env*/) {
   return std::make_unique<OpenClBackend>(target);
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "formats.h"
 #include "kforge/target/probe.h"
 
 namespace kforge {
@@ -13,7 +14,7 @@ class PythonDslBackend : public Backend {
       : target_(std::move(target)), spec_(std::move(spec)) {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".py"}; }
+  const ModelTraits& traits() const override { return spec_.traits; }
   std::string RunnerDevice() const override { return spec_.device; }
 
   Availability Probe() const override {
@@ -49,17 +50,35 @@ std::unique_ptr<Backend> NewPythonDslBackend(const Target& target, PythonDslSpec
   return std::make_unique<PythonDslBackend>(target, std::move(spec));
 }
 
-std::unique_ptr<Backend> NewTritonBackend(const Target& target) {
-  PythonDslSpec spec{.module = "triton",
-                     .install_hint = "pip install triton (it ships with CUDA/ROCm builds of torch)",
-                     .device = target.vendor == Vendor::kIntel ? "xpu:0" : "cuda:0",
-                     .device_module = "torch.cuda",
-                     .device_hint = "no GPU visible to the runner's torch"};
+std::unique_ptr<Backend> NewTritonBackend(const Target& target, const Env& /*env*/) {
+  StaticRuleSet rules;
+  rules.implicit_tf32_calls = {"triton.language.dot"};
+  PythonDslSpec spec{
+      .traits = {.title = "Triton",
+                 .format = backends::ModuleFormat(ProgrammingModel::kTriton),
+                 .kernelbench_compat = false,
+                 .stream = StreamHandle::kNone,
+                 .templates = "triton",
+                 .profilers = target.vendor == Vendor::kNvidia ? backends::NvidiaProfilers()
+                                                               : std::vector<std::string>{"torch"},
+                 .static_rules = rules},
+      .module = "triton",
+      .install_hint = "pip install triton (it ships with CUDA/ROCm builds of torch)",
+      .device = target.vendor == Vendor::kIntel ? "xpu:0" : "cuda:0",
+      .device_module = "torch.cuda",
+      .device_hint = "no GPU visible to the runner's torch"};
   return NewPythonDslBackend(target, std::move(spec));
 }
 
-std::unique_ptr<Backend> NewCuteBackend(const Target& target) {
-  PythonDslSpec spec{.module = "cutlass",
+std::unique_ptr<Backend> NewCuteBackend(const Target& target, const Env& /*env*/) {
+  PythonDslSpec spec{.traits = {.title = "CuTe DSL (CUTLASS Python)",
+                                .format = backends::ModuleFormat(ProgrammingModel::kCute),
+                                .kernelbench_compat = false,
+                                .stream = StreamHandle::kNone,
+                                .templates = "cute",
+                                .profilers = backends::NvidiaProfilers(),
+                                .static_rules = {}},
+                     .module = "cutlass",
                      .install_hint = "pip install nvidia-cutlass-dsl (CuTe DSL)",
                      .device = "cuda:0",
                      .device_module = "torch.cuda",
@@ -67,9 +86,16 @@ std::unique_ptr<Backend> NewCuteBackend(const Target& target) {
   return NewPythonDslBackend(target, std::move(spec));
 }
 
-std::unique_ptr<Backend> NewMetalBackend(const Target& target) {
+std::unique_ptr<Backend> NewMetalBackend(const Target& target, const Env& /*env*/) {
   // Metal shaders are compiled at run time by torch.mps.compile_shader (PyTorch >= 2.6 on macOS).
-  PythonDslSpec spec{.module = "torch.mps",
+  PythonDslSpec spec{.traits = {.title = "Metal Shading Language",
+                                .format = backends::ModuleFormat(ProgrammingModel::kMetal),
+                                .kernelbench_compat = false,
+                                .stream = StreamHandle::kNone,
+                                .templates = "metal",
+                                .profilers = {"torch"},
+                                .static_rules = {}},
+                     .module = "torch.mps",
                      .install_hint = "needs macOS with PyTorch >= 2.6 (torch.mps.compile_shader)",
                      .device = "mps",
                      .device_module = "torch.mps.available",

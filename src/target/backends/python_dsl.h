@@ -11,6 +11,7 @@
 namespace kforge {
 
 struct PythonDslSpec {
+  ModelTraits traits;         // the model's traits (format: a module candidate)
   std::string module;         // what the runner's Python must import, e.g. "triton"
   std::string install_hint;   // how to get it
   std::string device;         // runner device string

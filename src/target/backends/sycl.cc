@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "formats.h"
 #include "kforge/core/subprocess.h"
 #include "kforge/target/backend.h"
 #include "kforge/target/probe.h"
@@ -12,24 +13,34 @@ namespace {
 
 class SyclBackend : public Backend {
  public:
-  explicit SyclBackend(Target target) : target_(std::move(target)) {}
+  SyclBackend(Target target, const Env& env)
+      : target_(std::move(target)),
+        env_(env),
+        traits_{.title = "SYCL 2020 C++",
+                .format = backends::NativeFormat(ProgrammingModel::kSycl, "kernel.cpp", "cpp",
+                                                 {".cpp", ".sycl"}, {"sycl"}),
+                .kernelbench_compat = true,
+                .stream = StreamHandle::kSyclQueue,
+                .templates = "sycl",
+                .profilers = {"torch"},
+                .static_rules = {}} {}
 
   const Target& target() const override { return target_; }
-  std::vector<std::string> CandidateExtensions() const override { return {".cpp", ".sycl"}; }
+  const ModelTraits& traits() const override { return traits_; }
   std::string RunnerDevice() const override { return "xpu:0"; }
 
   Availability Probe() const override {
     Availability a;
-    std::string icpx = FindProgram("icpx");
-    std::string acpp = FindProgram("acpp");
+    std::string icpx = env_.FindProgram("icpx");
+    std::string acpp = env_.FindProgram("acpp");
     if (icpx.empty() && acpp.empty()) {
       a.missing.push_back(
           "no SYCL compiler: install Intel oneAPI (icpx) or AdaptiveCpp (acpp) and put it on PATH");
     } else {
       a.toolchain = true;
-      a.toolchain_version = ProgramVersion(icpx.empty() ? acpp : icpx, {"--version"});
+      a.toolchain_version = ProgramVersion(icpx.empty() ? acpp : icpx, {"--version"}, env_);
     }
-    if (FindProgram("sycl-ls").empty() || ::access("/dev/dri", F_OK) != 0) {
+    if (env_.FindProgram("sycl-ls").empty() || !env_.Exists("/dev/dri")) {
       a.missing.push_back("no Intel GPU visible to SYCL: /dev/dri and sycl-ls (oneAPI) needed");
     } else if (PythonModuleVersion("torch").empty()) {
       a.missing.push_back("the runner's Python has no torch with XPU support");
@@ -42,8 +53,8 @@ class SyclBackend : public Backend {
   Result<CompileCommand> NativeCompile(const std::filesystem::path& source,
                                        const std::filesystem::path& output,
                                        const std::filesystem::path& abi_include_dir) const override {
-    std::string icpx = FindProgram("icpx");
-    std::string acpp = FindProgram("acpp");
+    std::string icpx = env_.FindProgram("icpx");
+    std::string acpp = env_.FindProgram("acpp");
     CompileCommand cmd;
     if (!icpx.empty()) {
       cmd.argv = {icpx, "-fsycl", "-O3", "-std=c++17", "-shared", "-fPIC", "-I",
@@ -60,12 +71,14 @@ class SyclBackend : public Backend {
 
  private:
   Target target_;
+  const Env& env_;
+  ModelTraits traits_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> NewSyclBackend(const Target& target) {
-  return std::make_unique<SyclBackend>(target);
+std::unique_ptr<Backend> NewSyclBackend(const Target& target, const Env& env) {
+  return std::make_unique<SyclBackend>(target, env);
 }
 
 }  // namespace kforge

@@ -69,7 +69,9 @@ int RunProfile(const ProfileArgs& args) {
   config.kind = store::RunKind::kEval;
   config.target = args.target;
   config.profile = false;
-  auto root = app::Setup::Build(config, app::SetupOptions{.probe = true});
+  app::SetupOptions setup;
+  setup.probe = true;
+  auto root = app::Setup::Build(config, setup);
   if (!root) return fail(root.error().error.message, root.error().user_input ? 2 : 3);
   const Backend* backend = &(*root)->backend();
   const Target* target = &(*root)->target();

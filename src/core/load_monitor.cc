@@ -169,11 +169,11 @@ LoadReading LoadMonitor::Finish(const std::map<pid_t, double>& ended,
       std::vector<pid_t> active;
       bool any_visible = false;
       for (const auto& [pid, util] : peak) {
-        const bool own = own_pids_.contains(pid);
-        const bool visible = own || ::access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0;
+        const bool is_own = own_pids_.contains(pid);
+        const bool visible = is_own || ::access(fmt::format("/proc/{}", pid).c_str(), F_OK) == 0;
         any_visible = any_visible || visible;
         if (util >= thresholds.device_sm_util) active.push_back(pid);
-        if (own || !visible) continue;
+        if (is_own || !visible) continue;
         r.device_other_sm_util = std::max(r.device_other_sm_util, util);
         if (util >= thresholds.device_sm_util) r.device_other_pids.push_back(pid);
       }

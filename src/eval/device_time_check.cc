@@ -189,10 +189,15 @@ DeviceTimeCheck CheckDeviceTime(CompileService& compiler, const Task& task, cons
                     .uses_accelerator = backend.UsesAccelerator(),
                     .memory_limit_bytes = 8ull << 30,
                     .process_limit = 1024,
+                    .tmp_bytes = 1ull << 30,
+                    .shm_bytes = 1ull << 30,
+                    .scratch_quota_bytes = 1ull << 30,
+                    .open_files = 4096,
                     .keep = false,
                     .max_wait = std::chrono::seconds(600),
                     .harness = *binary,
-                    .warm_candidate = false};
+                    .warm_candidate = false,
+                    .sandbox = nullptr};
   auto slot = WorkSlot::Prepare(config);
   if (!slot) return Failed(reported_median_s, slot.error().message);
   WorkSlot& s = **slot;

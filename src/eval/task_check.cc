@@ -77,7 +77,10 @@ Result<std::vector<TaskProblem>> CheckTasks(const std::vector<Task>& tasks,
       .preload = "",
       .deadline = nullptr,
       .timeout = options.reference_timeout,
-      .wrapper = {}};
+      .wrapper = {},
+      .sandbox = nullptr,
+      .scratch_quota = nullptr,
+      .pid = nullptr};
   auto run = RunRunner(launch, *runner_dir, scratch, policy, limits, {});
   std::error_code ec;
   fs::remove_all(scratch, ec);

@@ -140,8 +140,8 @@ INSTANTIATE_TEST_SUITE_P(Toolchains, CompileSandboxTest,
                          ::testing::Values(Toolchain{"cpu/cpp", ".cpp"},
                                            Toolchain{"nvidia/cuda", ".cu"},
                                            Toolchain{"amd/hip", ".hip"}),
-                         [](const auto& info) {
-                           return std::string(info.param.ext.substr(1));
+                         [](const auto& test_info) {
+                           return std::string(test_info.param.ext.substr(1));
                          });
 
 class CompileSandboxCppTest : public CompileSandboxTest {};

@@ -10,8 +10,9 @@ set -uo pipefail
 source "$(dirname "$0")/h200_env.sh"
 cd "$ROOT"
 REPEATS=${WALL_REPEATS:-3}
-declare -A TASK=([relu]="kernelbench:level1#19 --set batch_size=16 --set dim=1024"
-                 [gemm]="kernelbench:level1#2 --set M=1024 --set K=1024 --set N=1024")
+declare -A TASK=([relu]="kernelbench:level1#19" [gemm]="kernelbench:level1#2")
+declare -A SIZE=([relu]="--set batch_size=16 --set dim=1024"
+                 [gemm]="--set M=1024 --set K=1024 --set N=1024")
 declare -A SRC=([relu]=tests/fixtures/candidates/relu/honest.cu
                 [gemm]=tests/fixtures/candidates/matmul/honest.cu)
 one() {  # build kernel index
@@ -25,7 +26,7 @@ one() {  # build kernel index
     local t0 t1 status
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    KFORGE_HOME=$home timeout 300 "$bin" eval ${TASK[$kernel]} "$src" --target nvidia/cuda --time \
+    KFORGE_HOME=$home timeout 300 "$bin" eval ${TASK[$kernel]} "$src" ${SIZE[$kernel]} --target nvidia/cuda --time \
       --json --no-store > "$OUT/walls-$build-$kernel-$i-$phase.json" \
       2> "$OUT/walls-$build-$kernel-$i-$phase.log"
     t1=$(date +%s.%N)

@@ -292,6 +292,15 @@ int RunBenchRun(const app::RunConfig& config, const fs::path& run_dir, const std
   const int code =
       PrintSummary(store, run_id, suite->tasks.size(), interrupted, run_dir, who);
   if (code == kExitInfra) return code;
+  if (!refused.empty() && !config.models.replay.empty()) {
+    fmt::print(stderr,
+               "{}: the replay of {} stopped before the bench's end (task {}: {}). A cassette "
+               "recorded on another machine needs --replay-match numbers; otherwise give the "
+               "recording's command.\n",
+               who, config.models.replay, refused.front()->task_name,
+               refused.front()->stop_reason);
+    return kExitUsage;
+  }
   for (const exec::TaskOutcome* t : refused) {
     fmt::print(stderr, "{}: task {}: the model cannot answer, and waiting will not change that: "
                "{}\n", who, t->task_name, t->stop_reason);

@@ -130,6 +130,19 @@ int RunSynthesis(const app::RunConfig& config, const fs::path& run_dir, const st
   const llm::BudgetSpent spent = budget->Spent();
   fmt::print("\n{} step(s); {}; {} tokens, ${:.4f}\n", result->steps, result->stop_reason,
              spent.input_tokens + spent.output_tokens, spent.usd);
+  if (ended_by_model && !config.models.replay.empty()) {
+    // A replay stops only where its prompts left the recording: the input is to fix (the
+    // cassette, the command, or the match mode), not a result.
+    fmt::print(stderr,
+               "{}: the replay of {} stopped before the run's end ({}). A cassette recorded on "
+               "another machine needs --replay-match numbers; otherwise give the recording's "
+               "command (same task, target, iterations, samples, --no-profile).\n",
+               who, config.models.replay, result->call_error);
+    fmt::print("The run stopped (stored as failed). Fix the command, then continue it: "
+               "kforge resume {}\n",
+               run_dir.string());
+    return kExitUsage;
+  }
   if (ended_by_model) {
     fmt::print(stderr, "{}: the model cannot answer, and waiting will not change that: {}\n", who,
                result->call_error);

@@ -383,8 +383,11 @@ Result<ToolchainView> DiscoverToolchainView(const std::vector<std::string>& argv
   if (argv.empty() || !fs::path(argv[0]).is_absolute()) {
     return InvalidArgument("DiscoverToolchainView: argv[0] must be an absolute path");
   }
-  // The cache key: the command with its source and output replaced, the compiler's identity.
-  std::string key = Identity(argv[0]);
+  // The cache key: the version of the discovery below (raise it when the discovery changes, so
+  // that no view found by older rules is reused), the command with its source and output
+  // replaced, the compiler's identity.
+  constexpr std::string_view kDiscoveryVersion = "2";
+  std::string key = std::string(kDiscoveryVersion) + '\x1d' + Identity(argv[0]);
   for (const auto& a : argv) {
     key += '\x1f';
     key += a == source.string() ? "{source}" : a == output.string() ? "{output}" : a;
@@ -451,6 +454,21 @@ Result<ToolchainView> DiscoverToolchainView(const std::vector<std::string>& argv
   view.AddDryRun(probe.Ask(dry), nvcc);
   // nvcc starts each step through system(): the shell is part of its toolchain.
   if (nvcc) view.AddProgram("/bin/sh");
+  // hipcc (a Perl script) asks its clang for a version before any step, so no dry run names
+  // it: the tools hipcc.pl runs from $HIP_CLANG_PATH (hipconfig --hipclangpath) are its own.
+  if (base.starts_with("hipcc")) {
+    const std::string hipconfig = FindInPath("hipconfig", EnvValue(env, "PATH"));
+    std::string clang_dir = hipconfig.empty() ? "" : probe.Ask({hipconfig, "--hipclangpath"});
+    clang_dir.erase(clang_dir.find_last_not_of(" \n\r\t") + 1);
+    const std::string found = FindInPath(argv[0], EnvValue(env, "PATH"));
+    const fs::path script = fs::path(found.empty() ? argv[0] : found).parent_path() / "hipcc.pl";
+    if (auto text = ReadFile(script); text && clang_dir.starts_with("/")) {
+      static const std::regex kTool(R"(\$HIP_CLANG_PATH/([A-Za-z0-9+_.-]+))");
+      for (std::sregex_iterator m(text->begin(), text->end(), kTool), end; m != end; ++m) {
+        view.AddProgram((fs::path(clang_dir) / (*m)[1].str()).string());
+      }
+    }
+  }
 
   // Argument paths of the command other than its source and output (include folders).
   for (std::size_t i = 1; i < argv.size(); ++i) {

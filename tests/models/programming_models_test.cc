@@ -33,7 +33,9 @@ struct ModelRow {
 // One row per programming model.
 const ModelRow kModels[] = {
     {"nvidia-h200/cuda", CandidateKind::kNative, StreamHandle::kCudaStream},
-    {"amd-mi300x/hip", CandidateKind::kNative, StreamHandle::kHipStream},
+    // No device named: gfx90a, which Debian's hipcc (clang 15) can build for; gfx942 (MI300X)
+    // needs a newer ROCm's clang.
+    {"amd/hip", CandidateKind::kNative, StreamHandle::kHipStream},
     {"intel-b580/sycl", CandidateKind::kNative, StreamHandle::kSyclQueue},
     {"apple-m4/metal", CandidateKind::kModule, StreamHandle::kNone},
     {"nvidia-h200/triton", CandidateKind::kModule, StreamHandle::kNone},

@@ -43,7 +43,7 @@ compile_once() {  # $1: label, $2: sandbox (bubblewrap|none), $3: index
   python3 - "$OUT/compile_$1_$3.json" <<'PY'
 import json, sys
 v = json.load(open(sys.argv[1]))
-print(f"{v['seconds']['compile']:.2f} {v['status']} {v['compile_cache_hit']}")
+print(f"{v['seconds']['compile']:.2f} {v['status']} {str(v['compile_cache_hit']).lower()}")
 PY
 }
 : > "$OUT/compile_times.txt"

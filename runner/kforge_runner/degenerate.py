@@ -2,12 +2,19 @@
 
 A task whose output is all zero, almost all zero, constant, well approximated by its mean, or not
 reproducible would reward trivial or lucky candidates; the flags are reported next to its
-results. "Mostly zero" (at least MOSTLY_ZERO of all output elements exactly 0, e.g. KernelBench
-level 2 #9, whose ReLU sees almost only negative values) is flagged even though an all-zero
-candidate would fail on the few other elements: the task barely exercises the computation.
+results, with one line per rule that fired (``reasons``). "Mostly zero" (at least MOSTLY_ZERO of
+all output elements exactly 0, e.g. KernelBench level 2 #9, whose ReLU sees almost only negative
+values) is flagged even though an all-zero candidate would fail on the few other elements: the
+task barely exercises the computation.
+
+An output of one element (the level-1 losses) is never constant merely for having one element:
+for it, "constant" means the same value in every trial, and "constant passes" that one fixed
+value (the mean over the trials) passes every trial. The checks see the trials of the task's own
+distributions only (task, normal, uniform): a shortcut trial may legitimately make a task's output
+all zero (a ReLU of all-negative inputs).
 """
 
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 import torch
 
@@ -77,26 +84,33 @@ class DegenerateCheck:
 
     def __init__(self, tolerance: Tolerance):
         self._tolerance = tolerance
-        self._seen = False
+        self._trials = 0
         self._all_zero = True
-        self._constant = True
-        self._constant_passes = True
         self._nondeterministic = False
         self._zeros = 0
         self._elements = 0
+        # Per output position: still constant / still passing as a constant (outputs of more
+        # than one element), or the values seen in each trial (one-element outputs).
+        self._constant: Dict[int, bool] = {}
+        self._constant_passes: Dict[int, bool] = {}
+        self._scalars: Dict[int, List[float]] = {}
 
     def add_trial(self, outputs: List[torch.Tensor]) -> None:
         # Each flag needs every trial to hold; once one trial breaks it, later trials skip the
         # (full-tensor) check.
-        for t in outputs:
+        self._trials += 1
+        for m, t in enumerate(outputs):
             t = t.detach()
-            self._seen = True
             zeros = int((t == 0).sum())
             self._zeros += zeros
             self._elements += t.numel()
             self._all_zero = self._all_zero and zeros == t.numel()
-            self._constant = self._constant and _is_constant(t)
-            self._constant_passes = self._constant_passes and _mean_passes(t, self._tolerance)
+            if t.numel() == 1:
+                self._scalars.setdefault(m, []).append(float(t.double().item()))
+                continue
+            self._constant[m] = self._constant.get(m, True) and _is_constant(t)
+            self._constant_passes[m] = self._constant_passes.get(m, True) and \
+                _mean_passes(t, self._tolerance)
 
     def record_rerun(self, first: List[torch.Tensor], second: List[torch.Tensor]) -> None:
         same = len(first) == len(second) and all(
@@ -104,10 +118,47 @@ class DegenerateCheck:
             for a, b in zip(first, second))
         self._nondeterministic = not same
 
-    def flags(self) -> Dict[str, bool]:
-        mostly_zero = self._elements > 0 and self._zeros >= MOSTLY_ZERO * self._elements
-        return {"all_zero": self._seen and self._all_zero,
-                "mostly_zero": self._seen and mostly_zero,
-                "constant": self._seen and self._constant,
-                "constant_passes": self._seen and self._constant_passes,
-                "nondeterministic": self._nondeterministic}
+    def _per_output(self) -> Tuple[Dict[int, bool], Dict[int, bool]]:
+        constant, passes = dict(self._constant), dict(self._constant_passes)
+        for m, values in self._scalars.items():
+            if len(values) < 2:  # one trial cannot tell a fixed answer from a computed one
+                constant[m] = passes[m] = False
+                continue
+            constant[m] = all(v == values[0] for v in values)
+            mean = torch.tensor(sum(values) / len(values), dtype=torch.float64)
+            passes[m] = all(within_tolerance(mean.reshape(1),
+                                             torch.tensor([v], dtype=torch.float64),
+                                             self._tolerance) for v in values)
+        return constant, passes
+
+    def flags(self) -> Dict[str, Any]:
+        seen = self._trials > 0 and self._elements > 0
+        mostly_zero = seen and self._zeros >= MOSTLY_ZERO * self._elements
+        constant_by, passes_by = self._per_output()
+        constant = seen and bool(constant_by) and all(constant_by.values())
+        passes = seen and bool(passes_by) and all(passes_by.values())
+        reasons = []
+        if seen and self._all_zero:
+            reasons.append("all_zero: every output element of every trial is 0")
+        elif mostly_zero:
+            reasons.append(f"mostly_zero: {self._zeros} of {self._elements} output elements are "
+                           "exactly 0")
+        all_zero = seen and self._all_zero
+        if constant and not all_zero:
+            reasons.append("constant: " + "; ".join(
+                f"output {m} is " + ("the same value in every trial" if m in self._scalars
+                                     else "one repeated value") for m in sorted(constant_by)))
+        elif passes and not all_zero:
+            reasons.append("constant_passes: " + "; ".join(
+                f"output {m}: " + ("one fixed value passes every trial" if m in self._scalars
+                                   else "its mean, as a constant tensor, passes")
+                for m in sorted(passes_by)))
+        if self._nondeterministic:
+            reasons.append("nondeterministic: a second run on trial 0's inputs does not match "
+                           "the first")
+        return {"all_zero": all_zero,
+                "mostly_zero": mostly_zero,
+                "constant": constant,
+                "constant_passes": passes,
+                "nondeterministic": self._nondeterministic,
+                "reasons": reasons}

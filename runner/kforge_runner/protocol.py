@@ -17,7 +17,13 @@ PROTOCOL_VERSION = 1
 # Bound before candidate code runs, so that rebinding os.write/os.close cannot intercept the result.
 _os_write = os.write
 _os_close = os.close
-DISTRIBUTIONS = ("task", "normal", "uniform")
+# The trials' input distributions (kforge_runner/trial_inputs.py): the task's own, then the
+# shortcut-finding ones.
+TASK_DISTRIBUTIONS = ("task", "normal", "uniform")
+SHORTCUT_DISTRIBUTIONS = ("scaled", "negative", "dominant", "sorted", "ties", "shape")
+DISTRIBUTIONS = TASK_DISTRIBUTIONS + SHORTCUT_DISTRIBUTIONS
+TRIAL_PURPOSES = ("trial", "timing")
+PRECISION_POLICIES = ("strict", "tf32", "mixed")
 CANDIDATE_KINDS = ("native", "opencl", "module")
 # What a native candidate's kforge_forward receives as `stream` (the backend names it in the job).
 STREAM_HANDLES = ("none", "cuda-stream", "hip-stream", "sycl-queue")
@@ -44,10 +50,12 @@ class TaskSpec:
 
 @dataclasses.dataclass(frozen=True)
 class ReferenceTrial:
-    """One reference trial: the secret seed and the input distribution requested for it."""
+    """One reference trial: the secret seed, the input distribution requested for it, and what it
+    is for: a correctness ``trial`` or a ``timing`` set (drawn alike, kept apart)."""
 
     seed: int
     distribution: str
+    purpose: str = "trial"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +92,10 @@ class ReferenceJob:
     # Baselines to time besides eager (which is timed whenever ``timing`` is set): any of
     # BASELINES. The orchestrator leaves out those it has cached.
     baselines: List[str] = dataclasses.field(default_factory=list)
+    # Whether every trial's outputs also get their float64 truth (kforge_runner/truth.py).
+    truth: bool = False
+    # The task's precision policy: under tf32 and mixed the baselines may use TF32 matrix math.
+    precision_policy: str = "strict"
 
 
 BASELINES = ("compile", "compile-max-autotune")
@@ -202,10 +214,19 @@ def _parse_reference(job: Dict[str, Any]) -> ReferenceJob:
         distribution = _field(trial, "distribution", str, where)
         if distribution not in DISTRIBUTIONS:
             raise JobError(f"{where}.distribution: {distribution!r} is not one of {DISTRIBUTIONS}")
+        purpose = trial.get("purpose", "trial")
+        if purpose not in TRIAL_PURPOSES:
+            raise JobError(f"{where}.purpose: {purpose!r} is not one of {TRIAL_PURPOSES}")
         trials.append(ReferenceTrial(seed=_field(trial, "seed", int, where),
-                                     distribution=distribution))
-    if not trials:
+                                     distribution=distribution, purpose=purpose))
+    if not any(t.purpose == "trial" for t in trials):
         raise JobError("job.trials: at least one trial is required")
+    policy = job.get("precision_policy", "strict")
+    if policy not in PRECISION_POLICIES:
+        raise JobError(f"job.precision_policy: {policy!r} is not one of {PRECISION_POLICIES}")
+    truth = job.get("truth", False)
+    if not isinstance(truth, bool):
+        raise JobError("job.truth: must be true or false")
     tolerance = _field(job, "tolerance", dict, "job")
     inputs_dir, outputs_dir = _abs_dir(job, "inputs_dir"), _abs_dir(job, "outputs_dir")
     if _is_within(outputs_dir, inputs_dir) or _is_within(inputs_dir, outputs_dir):
@@ -221,7 +242,9 @@ def _parse_reference(job: Dict[str, Any]) -> ReferenceJob:
         inputs_dir=inputs_dir,
         outputs_dir=outputs_dir,
         timing=_parse_timing(job),
-        baselines=_parse_baselines(job))
+        baselines=_parse_baselines(job),
+        truth=truth,
+        precision_policy=policy)
 
 
 def _parse_baselines(job: Dict[str, Any]) -> List[str]:

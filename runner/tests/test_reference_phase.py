@@ -41,7 +41,8 @@ def test_distributions_draw_from_their_ranges(relu_reference):
     assert x_normal.min() < -1 and x_normal.max() > 1      # N(0, 1) over 256 samples
     assert x_uniform.min() >= -1 and x_uniform.min() < 0 and x_uniform.max() < 1
     assert result["degenerate"] == {"all_zero": False, "mostly_zero": False, "constant": False,
-                                    "constant_passes": False, "nondeterministic": False}
+                                    "constant_passes": False, "nondeterministic": False,
+                                    "reasons": []}
 
 
 def test_same_seed_gives_same_inputs(relu_reference, tmp_path):
@@ -91,8 +92,10 @@ def test_all_zero_task_is_flagged(tmp_path):
                         overrides={"batch_size": 2, "depth": 4, "height": 6, "width": 6})
     run = run_runner(job, tmp_path)
     assert run.result["status"] == "ok", run.result
-    assert run.result["degenerate"] == {"all_zero": True, "mostly_zero": True, "constant": True,
-                                        "constant_passes": True, "nondeterministic": False}
+    assert run.result["degenerate"] == {
+        "all_zero": True, "mostly_zero": True, "constant": True, "constant_passes": True,
+        "nondeterministic": False,
+        "reasons": ["all_zero: every output element of every trial is 0"]}
     keys = [e["key"] for e in run.result["state"]]
     assert keys == ["conv.weight", "conv.bias", "norm.weight", "norm.bias"]
     assert run.result["init_inputs"] == [3, 16, 3, 8, 0.0, 1.0, 0.2]

@@ -40,6 +40,8 @@ struct EvalArgs {
   double memory_limit_gib = 8;
   std::vector<std::string> overrides;  // NAME=JSON
   bool no_guardrails = false;
+  bool no_shortcut_trials = false;
+  bool no_truth = false;
   bool allow_reference_ops = false;
   bool time = false;
   bool baselines = false;
@@ -144,6 +146,8 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
   options.trials = args.trials;
   options.keep_work_dir = args.keep_work;
   options.static_guardrails = !args.no_guardrails;
+  options.shortcut_trials = !args.no_shortcut_trials;
+  options.truth = !args.no_truth;
   options.allow_reference_ops = args.allow_reference_ops;
   options.time = args.time || args.baselines || args.max_autotune;
   if (args.baselines || args.max_autotune) options.baselines.push_back("compile");
@@ -275,11 +279,13 @@ void AddEvalCommand(CLI::App& app) {
       ->default_val(5)
       ->check(CLI::Range(2, 100));
   cmd->add_option("--policy", args->policy,
-                  "Precision policy: strict (1e-4), tf32 (1e-3), mixed (1e-2); default: the "
-                  "task's, strict for fp32");
+                  "Precision policy: strict (error within 64x the fp32 reference's own against a "
+                  "float64 run), tf32 (within 1e-3 of the output's magnitude), mixed (1e-2); "
+                  "default: the task's, strict for fp32");
   cmd->add_option("--set", args->overrides,
                   "Override a module-level global of the task, NAME=VALUE (JSON), e.g. "
-                  "--set batch_size=16 (repeatable)");
+                  "--set batch_size=16 (repeatable)")
+      ->allow_extra_args(false);  // one NAME=VALUE per --set: a candidate after it stays a candidate
   cmd->add_option("--seed", args->seed,
                   "Fix the secret seeds (to reproduce a verdict); default: fresh per evaluation");
   cmd->add_option("--timeout", args->timeout_s,
@@ -291,6 +297,12 @@ void AddEvalCommand(CLI::App& app) {
   cmd->add_flag("--no-guardrails", args->no_guardrails,
                 "Skip the static guardrails (EVAL-PROTOCOL) that reject candidates before "
                 "compiling; the runtime checks and the sandbox still apply");
+  cmd->add_flag("--no-shortcut-trials", args->no_shortcut_trials,
+                "Skip the shortcut-finding trials (scaled, negative, dominant, sorted, ties, second "
+                "shape): only to measure what they cost; the verdict lists the trials it ran");
+  cmd->add_flag("--no-truth", args->no_truth,
+                "Judge by the tolerance rule instead of the float64 truth: only to measure what "
+                "the truth costs; the verdict's precision says which rule applied");
   cmd->add_flag("--allow-reference-ops", args->allow_reference_ops,
                 "Let candidates call PyTorch's compute ops (torch.*, F.*, nn submodules) in the "
                 "forward path instead of rejecting them");

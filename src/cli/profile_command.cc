@@ -149,7 +149,8 @@ void AddProfileCommand(CLI::App& app) {
   cmd->add_option("--calls", args->calls, "profiled calls after one warm-up (ncu: always 1)")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--out", args->out, "folder for the raw outputs (default: a new temporary one)");
-  cmd->add_option("--set", args->overrides, "override a task global, NAME=VALUE (repeatable)");
+  cmd->add_option("--set", args->overrides, "override a task global, NAME=VALUE (repeatable)")
+      ->allow_extra_args(false);  // one NAME=VALUE per --set: a candidate after it stays a candidate
   cmd->callback([args] {
     const int code = RunProfile(*args);
     if (code != 0) throw CLI::RuntimeError(code);

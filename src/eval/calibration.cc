@@ -8,6 +8,11 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "baseline_cache.h"
 #include "kforge/core/files.h"
 #include "kforge/core/host_gate.h"
 #include "kforge/eval/compile_service.h"
@@ -48,13 +53,64 @@ std::string RateFor(const CallWork& work, PrecisionPolicy policy,
   return has("float32") ? "float32" : "";
 }
 
+// An exclusive flock on a file, released when this object goes.
+class ScopedFileLock {
+ public:
+  explicit ScopedFileLock(const fs::path& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ScopedFileLock(const ScopedFileLock&) = delete;
+  ScopedFileLock& operator=(const ScopedFileLock&) = delete;
+  ~ScopedFileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
+bool CalibrationMatches(const Calibration& calibration, const std::string& environment_json) {
+  return !calibration.environment_json.empty() &&
+         NormalisedEnvironment(calibration.environment_json) ==
+             NormalisedEnvironment(environment_json);
+}
+
+Result<Calibration> CalibrateOnce(const std::string& device_name,
+                                  const std::string& environment_json,
+                                  const std::function<Result<Calibration>()>& measure) {
+  const fs::path path = CalibrationPath(device_name);
+  KFORGE_RETURN_IF_ERROR(MakeDirs(path.parent_path()));
+  ScopedFileLock lock(fs::path(path.string() + ".lock"));
+  // Another process may have measured while this one waited for the lock.
+  if (auto stored = LoadCalibration(device_name); stored && *stored &&
+                                                   CalibrationMatches(**stored, environment_json)) {
+    return **stored;
+  }
+  auto measured = measure();
+  if (!measured) return measured;
+  KFORGE_RETURN_IF_ERROR(SaveCalibration(*measured));
+  return measured;
+}
+
 std::string Calibration::ToJson() const {
-  return json{{"calibration_version", 1},
+  json levels = json::array();
+  for (const auto& l : cache_levels) {
+    levels.push_back({{"name", l.name},
+                      {"bytes", l.bytes},
+                      {"copy_bytes_per_s", l.copy_bytes_per_s ? json(*l.copy_bytes_per_s)
+                                                              : json(nullptr)}});
+  }
+  return json{{"calibration_version", 2},
               {"device_name", device_name},
               {"target", target},
               {"copy_bytes_per_s", copy_bytes_per_s},
+              {"cache_levels", levels},
               {"matmul_flops_per_s", matmul_flops_per_s},
               {"measured_at", measured_at},
               {"environment",
@@ -64,9 +120,10 @@ std::string Calibration::ToJson() const {
 
 Result<Calibration> Calibration::FromJson(const std::string& text, const std::string& where) {
   const json j = json::parse(text, nullptr, false);
-  if (!j.is_object() || j.value("calibration_version", 0) != 1) {
+  const int version = j.is_object() ? j.value("calibration_version", 0) : 0;
+  if (version != 1 && version != 2) {
     return ParseError(
-        fmt::format("{}: not a KForge calibration of version 1 (run `kforge "
+        fmt::format("{}: not a KForge calibration of version 1 or 2 (run `kforge "
                     "calibrate` again)",
                     where));
   }
@@ -76,6 +133,13 @@ Result<Calibration> Calibration::FromJson(const std::string& text, const std::st
     c.target = j.value("target", "");
     c.copy_bytes_per_s = j.at("copy_bytes_per_s").get<double>();
     c.matmul_flops_per_s = j.at("matmul_flops_per_s").get<std::map<std::string, double>>();
+    for (const auto& l : j.value("cache_levels", json::array())) {  // version 2
+      CacheLevel level{l.at("name").get<std::string>(), l.at("bytes").get<double>(), {}};
+      if (l.contains("copy_bytes_per_s") && l["copy_bytes_per_s"].is_number()) {
+        level.copy_bytes_per_s = l["copy_bytes_per_s"].get<double>();
+      }
+      c.cache_levels.push_back(std::move(level));
+    }
     c.measured_at = j.value("measured_at", "");
     if (j.contains("environment")) c.environment_json = j["environment"].dump();
     return c;
@@ -88,6 +152,12 @@ std::string Calibration::ToText() const {
   std::string out =
       fmt::format("device     {} ({}), measured {}\n", device_name, target, measured_at);
   out += fmt::format("copy       {:.3g} GB/s (bytes read + written)\n", copy_bytes_per_s / 1e9);
+  for (const auto& l : cache_levels) {
+    out += fmt::format("copy {:<5} {} (working sets up to {:.3g} MB)\n", l.name,
+                       l.copy_bytes_per_s ? fmt::format("{:.3g} GB/s", *l.copy_bytes_per_s / 1e9)
+                                          : std::string("not measurable"),
+                       l.bytes / 1e6);
+  }
   for (const auto& [name, rate] : matmul_flops_per_s) {
     out += fmt::format("matmul     {:<9} {:.4g} TFLOP/s\n", name, rate / 1e12);
   }
@@ -164,6 +234,15 @@ Result<Calibration> MeasureCalibration(const Backend& backend, const std::string
   c.environment_json = doc.value("environment", json::object()).dump();
   c.device_name = doc.value("environment", json::object()).value("device_name", "unknown");
   c.copy_bytes_per_s = doc.at("copy").at("bytes_per_s").get<double>();
+  for (const auto& l : doc.value("cache_levels", json::array())) {
+    CacheLevel level{l.value("name", "cache"), l.value("bytes", 0.0), {}};
+    if (l.contains("copy_bytes_per_s") && l["copy_bytes_per_s"].is_number()) {
+      level.copy_bytes_per_s = l["copy_bytes_per_s"].get<double>();
+    }
+    if (level.bytes > 0) c.cache_levels.push_back(std::move(level));
+  }
+  std::sort(c.cache_levels.begin(), c.cache_levels.end(),
+            [](const CacheLevel& a, const CacheLevel& b) { return a.bytes < b.bytes; });
   for (const auto& [name, m] : doc.at("matmul").items()) {
     c.matmul_flops_per_s[name] = m.at("flops_per_s").get<double>();
   }
@@ -175,7 +254,16 @@ std::optional<PhysicsFloor> FloorFor(const CallWork& work, const Calibration& ca
                                      PrecisionPolicy policy) {
   if (calibration.copy_bytes_per_s <= 0) return std::nullopt;
   PhysicsFloor f;
-  f.memory_s = work.min_bytes / calibration.copy_bytes_per_s;
+  f.memory_level = "memory";
+  std::optional<double> rate = calibration.copy_bytes_per_s;
+  for (const auto& level : calibration.cache_levels) {
+    if (work.min_bytes <= level.bytes) {
+      f.memory_level = level.name;
+      rate = level.copy_bytes_per_s;
+      break;
+    }
+  }
+  f.memory_s = rate && *rate > 0 ? work.min_bytes / *rate : 0.0;
   if (work.flops && *work.flops > 0) {
     f.rate_used = RateFor(work, policy, calibration.matmul_flops_per_s);
     if (!f.rate_used.empty()) {

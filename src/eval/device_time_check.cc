@@ -1,5 +1,7 @@
 #include "kforge/eval/device_time_check.h"
 
+#include "harness_timing.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -301,9 +303,9 @@ DeviceTimeCheck CheckDeviceTime(CompileService& compiler, const Task& task, cons
                      .profile = i > 0});
     if (!r) return Failed(reported_median_s, "a profiled call failed: " + r.error().message);
     for (std::size_t m = 0; m < trial.outputs.size() && m < r->outputs.size(); ++m) {
-      auto cmp = CompareTensorToMemory(trial.outputs[m], r->outputs[m].spec.dtype,
-                                       r->outputs[m].spec.shape, r->outputs[m].data,
-                                       ToleranceOf(task.policy));
+      const TensorFile* truth =
+          m < trial.truth.size() && trial.truth[m] ? &*trial.truth[m] : nullptr;
+      auto cmp = JudgeFrozenOutput(trial.outputs[m], truth, r->outputs[m], task.policy);
       if (!cmp || !cmp->ok) {
         DeviceTimeCheck c;
         c.outcome = DeviceTimeCheck::Outcome::kDisagree;

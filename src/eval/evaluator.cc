@@ -21,8 +21,12 @@
 #include "harness_timing.h"
 #include "kforge/core/files.h"
 #include "kforge/core/sandbox.h"
+#include "kforge/eval/accuracy.h"
 #include "kforge/eval/calibration.h"
 #include "kforge/eval/guardrails.h"
+#include "kforge/eval/precision_summary.h"
+#include "kforge/eval/tensor_view.h"
+#include "kforge/eval/trial_plan.h"
 #include "kforge/eval/harness_binary.h"
 #include "kforge/eval/harness_session.h"
 #include "native_harness.h"
@@ -285,22 +289,38 @@ void Evaluator::TakeBaselines(const Task& task, Verdict& v, const ReferenceResul
   }
 }
 
-const Calibration* Evaluator::CalibrationFor(const std::string& environment_json) {
+const Calibration* Evaluator::CalibrationFor(const Backend& backend,
+                                             const std::string& environment_json) {
   const auto env = nlohmann::json::parse(environment_json, nullptr, false);
   if (!env.is_object() || !env.contains("device_name") || !env["device_name"].is_string()) {
     return nullptr;
   }
   const std::string device = env["device_name"].get<std::string>();
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(calibration_mu_);
   auto it = calibrations_.find(device);
-  if (it == calibrations_.end()) {
-    auto loaded = LoadCalibration(device);
-    if (!loaded) spdlog::warn("calibration of {}: {}", device, loaded.error().message);
-    it = calibrations_
-             .emplace(device, loaded && *loaded ? std::make_unique<Calibration>(**loaded) : nullptr)
-             .first;
+  if (it != calibrations_.end() && it->second && CalibrationMatches(*it->second, environment_json)) {
+    return it->second.get();
   }
-  return it->second.get();
+  std::unique_ptr<Calibration> found;
+  auto loaded = LoadCalibration(device);
+  if (!loaded) spdlog::warn("calibration of {}: {}", device, loaded.error().message);
+  if (loaded && *loaded && (CalibrationMatches(**loaded, environment_json) || !options_.calibrate)) {
+    found = std::make_unique<Calibration>(**loaded);
+  } else if (options_.calibrate) {
+    spdlog::info("calibrating {} for this environment (once; `kforge calibrate` measures again)",
+                 device);
+    auto measured = CalibrateOnce(device, environment_json, [&] {
+      return MeasureCalibration(backend, backend.target().ToString(), options_);
+    });
+    if (measured) {
+      found = std::make_unique<Calibration>(std::move(*measured));
+    } else {
+      spdlog::warn("calibration of {} failed: {}", device, measured.error().message);
+    }
+  }
+  auto& slot = calibrations_[device];
+  slot = std::move(found);
+  return slot.get();
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -311,7 +331,7 @@ const Calibration* Evaluator::CalibrationFor(const std::string& environment_json
 struct Evaluator::Steps {
   // One trial as the candidate answered it, in whichever process it ran.
   struct CandidateAnswer {
-    std::vector<Result<TensorComparison>> comparisons;  // one per reference output, or fewer
+    std::vector<Result<OutputJudgement>> comparisons;  // one per reference output, or fewer
     std::size_t outputs = 0;                            // how many outputs it returned
     bool inputs_unchanged = true;
     std::vector<std::string> problems;
@@ -557,16 +577,16 @@ struct Evaluator::Steps {
     ref_job.task = &task;
     ref_job.device = backend.RunnerDevice();
     ref_job.init_seed = seeds() >> 1;
-    // Every trial but the second and fourth keeps the task's own distribution (EVAL-PROTOCOL
-    // rule 2).
-    for (int k = 0; k < options.trials; ++k) {
-      std::string dist = k == 1 ? "normal" : k == 3 ? "uniform" : "task";
-      ref_job.trials.push_back({seeds() >> 1, dist});
-    }
-    correctness_trials = ref_job.trials.size();
-    if (options.time && native) {
-      for (int k = 0; k < options.timing_sets; ++k) ref_job.trials.push_back({seeds() >> 1, "task"});
-    }
+    // The task's own distributions, then the shortcut-finding trials (EVAL-PROTOCOL rule 2), then
+    // the timing sets: parent-driven timing rotates among at least two, never shown in a trial.
+    const int timing_sets =
+        options.time && native ? std::max(options.timing_sets, 2) : options.timing_sets;
+    ref_job.trials = PlanTrials({.task_trials = options.trials,
+                                 .shortcut_trials = options.shortcut_trials,
+                                 .timing_sets = timing_sets},
+                                seeds);
+    ref_job.truth = options.truth;
+    ref_job.policy = v.policy;
     ref_job.tolerance = v.tolerance;
     ref_job.inputs_dir = slot->inputs_dir();
     ref_job.outputs_dir = slot->outputs_dir();
@@ -610,6 +630,7 @@ struct Evaluator::Steps {
         ParseReferenceResult(ref_run->process.result_text, slot->inputs_dir(), slot->outputs_dir());
     if (!parsed) return Infra(parsed.error());
     reference = std::move(*parsed);
+    v.skipped_trials = reference.skipped;
     v.reference_steps = reference.steps_json;
     v.degenerate = reference.degenerate;
     v.environment = reference.environment_json;
@@ -626,11 +647,16 @@ struct Evaluator::Steps {
       v.diagnostics = reference.diagnostics;
       return false;
     }
-    if (reference.trials.size() < correctness_trials) {
+    if (reference.trials.size() < 2) {
       return Infra(Error{ErrorCode::kInternal,
                          fmt::format("the reference ran {} trials of {}", reference.trials.size(),
                                      ref_job.trials.size())});
     }
+    // The trials the reference wrote (skipped ones left out), then the timing sets: from here
+    // reference.trials[k] for k >= correctness_trials is timing set k - correctness_trials.
+    correctness_trials = reference.trials.size();
+    for (auto& set : reference.timing_sets) reference.trials.push_back(std::move(set));
+    reference.timing_sets.clear();
     slot->SealReference();
     Mark("seal_reference");
     return true;
@@ -726,7 +752,8 @@ struct Evaluator::Steps {
         auto outputs = PlaceOutputs(k);
         if (!outputs) return Infra(outputs.error());
         sets.push_back({*inputs, *outputs});
-        timed_sets.push_back({*inputs, *outputs, reference.trials[k].outputs});
+        timed_sets.push_back({*inputs, *outputs, reference.trials[k].outputs,
+                              reference.trials[k].truth});
       }
       auto prepared = harness->PrepareTiming({.sets = sets, .clock = native->sample_mode});
       if (!prepared) return HarnessFailed(prepared.error(), "preparing timing");
@@ -790,11 +817,10 @@ struct Evaluator::Steps {
                            SameBytesAsFile(originals[i].file, reply->inputs_after[i].data);
     }
     a.comparisons.resize(std::min(ref.outputs.size(), reply->outputs.size()),
-                         Result<TensorComparison>(TensorComparison{}));
+                         Result<OutputJudgement>(OutputJudgement{}));
     ParallelFor(a.comparisons.size(), [&](std::size_t m) {
-      const HostTensor& c = reply->outputs[m];
-      a.comparisons[m] = CompareTensorToMemory(ref.outputs[m], c.spec.dtype, c.spec.shape, c.data,
-                                               v.tolerance);
+      const TensorFile* truth = m < ref.truth.size() && ref.truth[m] ? &*ref.truth[m] : nullptr;
+      a.comparisons[m] = JudgeFrozenOutput(ref.outputs[m], truth, reply->outputs[m], v.policy);
     });
     return std::optional<CandidateAnswer>(std::move(a));
   }
@@ -930,26 +956,23 @@ struct Evaluator::Steps {
     }
     // Every comparison at once, on several threads: the trials' outputs, then the address
     // probe's (against trial 1).
-    std::vector<TensorPair> pairs;
+    std::vector<OutputFiles> pairs;
     std::vector<std::pair<std::size_t, std::size_t>> where;  // (answer, output); answer n: probe
-    for (std::size_t k = 0; k < correctness_trials; ++k) {
-      const auto& ref_outputs = reference.trials[k].outputs;
-      const auto& cand_outputs = result->trials[k].outputs;
-      const std::size_t n = std::min(ref_outputs.size(), cand_outputs.size());
+    auto add = [&](const ReferenceTrial& ref, const std::vector<TensorFile>& cand, std::size_t a) {
+      const std::size_t n = std::min(ref.outputs.size(), cand.size());
       for (std::size_t m = 0; m < n; ++m) {
-        pairs.push_back({&ref_outputs[m], &cand_outputs[m]});
-        where.emplace_back(k, m);
+        const TensorFile* truth = m < ref.truth.size() && ref.truth[m] ? &*ref.truth[m] : nullptr;
+        pairs.push_back({&cand[m], &ref.outputs[m], truth});
+        where.emplace_back(a, m);
       }
+    };
+    for (std::size_t k = 0; k < correctness_trials; ++k) {
+      add(reference.trials[k], result->trials[k].outputs, k);
     }
     if (result->address_probe) {
-      const auto& ref_outputs = reference.trials[1].outputs;
-      const std::size_t n = std::min(ref_outputs.size(), result->address_probe->outputs.size());
-      for (std::size_t m = 0; m < n; ++m) {
-        pairs.push_back({&ref_outputs[m], &result->address_probe->outputs[m]});
-        where.emplace_back(correctness_trials, m);
-      }
+      add(reference.trials[1], result->address_probe->outputs, correctness_trials);
     }
-    auto comparisons = CompareTensorPairs(pairs, v.tolerance);
+    auto comparisons = JudgeOutputFiles(pairs, v.policy);
     answers.resize(correctness_trials);
     for (std::size_t k = 0; k < correctness_trials; ++k) {
       answers[k].outputs = result->trials[k].outputs.size();
@@ -996,13 +1019,13 @@ struct Evaluator::Steps {
         problems.push_back(fmt::format("returned {} outputs, the reference returns {}", a.outputs,
                                        ref_trial.outputs.size()));
       } else {
+        std::vector<OutputJudgement> judged;
         for (const auto& cmp : a.comparisons) {
           if (!cmp) return Infra(cmp.error());
-          tv.max_abs_error = std::max(tv.max_abs_error, cmp->max_abs_error);
-          tv.max_rel_error = std::max(tv.max_rel_error, cmp->max_rel_error);
-          tv.fraction_bad = std::max(tv.fraction_bad, cmp->fraction_bad);
           if (!cmp->ok) problems.push_back(cmp->problem);
+          judged.push_back(*cmp);
         }
+        SummariseTrial(judged, tv);
       }
       if (!a.inputs_unchanged) problems.emplace_back("the candidate modified its inputs");
       if (!problems.empty()) {
@@ -1012,6 +1035,9 @@ struct Evaluator::Steps {
       }
       v.trials.push_back(std::move(tv));
     }
+    v.precision = SummarisePrecision(
+        v.trials, v.policy,
+        {reference.truth_requested, reference.truth_available, reference.truth_reason}, all_ok);
     if (all_ok && probe) {
       const auto& ref_trial = reference.trials[1];
       std::string problem;
@@ -1038,6 +1064,15 @@ struct Evaluator::Steps {
     if (all_ok) {
       v.status = EvalStatus::kCorrect;
       v.message = fmt::format("matches the reference on {} trials", v.trials.size());
+      if (v.precision.rule == "truth" && v.precision.worst_error_ratio) {
+        v.message += fmt::format(" (its error against the float64 truth is at most {:.3g}x the "
+                                 "reference's own)",
+                                 *v.precision.worst_error_ratio);
+      }
+      if (v.precision.achieved != "strict" && !v.precision.achieved.empty()) {
+        v.message += fmt::format("; meets {}, not strict: a lower-precision result, reported apart",
+                                 v.precision.achieved);
+      }
       if (v.degenerate.any()) v.message += " (degenerate task: " + v.degenerate.Describe() + ")";
       return true;
     }
@@ -1063,7 +1098,7 @@ struct Evaluator::Steps {
     request.headline_mode = native->sample_mode;
     request.check_mode = native->check_mode;
     request.side_figures = native->sample_mode == "cold";
-    request.tolerance = v.tolerance;
+    request.policy = v.policy;
     request.seed = seeds();
     // The device's maximum SM clock, as the harness read it before any candidate code loaded.
     const auto env = nlohmann::json::parse(harness_environment, nullptr, false);
@@ -1112,7 +1147,7 @@ struct Evaluator::Steps {
 
   // Step: what a correct candidate's timing means: speedups, physics floor, review holds.
   void StepJudge() {
-    JudgeTiming(v, ev.CalibrationFor(v.environment));
+    JudgeTiming(v, ev.CalibrationFor(backend, v.environment));
     Mark("judge");
   }
 };

@@ -129,6 +129,22 @@ HarnessResult<std::vector<ProtocolCost>> MeasureProtocolCost(HarnessSession& ses
   return out;
 }
 
+Result<OutputJudgement> JudgeFrozenOutput(const TensorFile& expected, const TensorFile* truth,
+                                          const HostTensor& candidate, PrecisionPolicy policy) {
+  auto reference = MapTensorFile(expected);
+  if (!reference) return std::unexpected(reference.error());
+  std::optional<MappedTensor> mapped_truth;
+  if (truth != nullptr) {
+    auto mapped = MapTensorFile(*truth);
+    if (!mapped) return std::unexpected(mapped.error());
+    mapped_truth = std::move(*mapped);
+  }
+  const TensorView view{candidate.spec.dtype, candidate.spec.shape, candidate.data};
+  const TensorView truth_view = mapped_truth ? mapped_truth->view() : TensorView{};
+  return JudgeOutput(view, reference->view(), mapped_truth ? &truth_view : nullptr, policy,
+                     expected.name.empty() ? "output" : expected.name);
+}
+
 HarnessTimingOutcome TimeThroughHarness(HarnessSession& session, const std::vector<TimedSet>& sets,
                                         const std::vector<ProtocolCost>& cost,
                                         const HarnessTimingRequest& request) {
@@ -149,9 +165,8 @@ HarnessTimingOutcome TimeThroughHarness(HarnessSession& session, const std::vect
     }
     std::string problem;
     for (std::size_t m = 0; m < set.expected.size() && problem.empty(); ++m) {
-      const HostTensor& c = (*copies)[m];
-      auto cmp = CompareTensorToMemory(set.expected[m], c.spec.dtype, c.spec.shape, c.data,
-                                       request.tolerance);
+      const TensorFile* truth = m < set.truth.size() && set.truth[m] ? &*set.truth[m] : nullptr;
+      auto cmp = JudgeFrozenOutput(set.expected[m], truth, (*copies)[m], request.policy);
       if (!cmp) {
         problem = "cannot compare: " + cmp.error().message;
       } else if (!cmp->ok) {

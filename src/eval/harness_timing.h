@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/eval/accuracy.h"
 #include "kforge/eval/harness_session.h"
 #include "kforge/eval/tensor_compare.h"
 #include "kforge/eval/timing.h"
@@ -29,7 +30,14 @@ struct TimedSet {
   std::vector<ArenaTensor> inputs;   // task inputs then state tensors
   std::vector<ArenaTensor> outputs;  // where the harness copies each sample's outputs
   std::vector<TensorFile> expected;  // the reference outputs of this set
+  std::vector<std::optional<TensorFile>> truth;  // their float64 truth, where there is one
 };
+
+// Judges a frozen copy of an output against its reference file and float64 truth (null: none)
+// by the precision contract (eval/accuracy.h `JudgeOutput`): the trials' rule, so that a timed
+// call is held to what its trials were.
+Result<OutputJudgement> JudgeFrozenOutput(const TensorFile& expected, const TensorFile* truth,
+                                          const HostTensor& candidate, PrecisionPolicy policy);
 
 // What one sampling mode costs with nothing to call (empty samples, before `load`).
 struct ProtocolCost {
@@ -52,7 +60,7 @@ struct HarnessTimingRequest {
   // device-synchronised host samples on a GPU (no idle spin in them to hide work in).
   std::string check_mode = "cpu";
   bool side_figures = false;  // GPU: warm events and N calls in one graph
-  Tolerance tolerance;
+  PrecisionPolicy policy = PrecisionPolicy::kStrict;  // timed outputs are judged as the trials
   std::uint64_t seed = 0;   // the set order and which samples are checked
   int max_sm_mhz = 0;       // samples below 75 % of it are discarded (0: unknown, keep all)
 };

@@ -17,11 +17,13 @@ json TaskJson(const fs::path& task_file, const Task& task) {
   return {{"name", task.name}, {"source_file", task_file.string()}, {"overrides", overrides}};
 }
 
-// A manifest entry's file is absolute, or relative to the trial folder `dir/trial_K`, or to `dir`.
-fs::path ResolveFile(const std::string& file, const fs::path& dir, int trial) {
+// A manifest entry's file is absolute, or relative to the trial folder `dir/<folder>_K`, or to
+// `dir`.
+fs::path ResolveFile(const std::string& file, const fs::path& dir, int trial,
+                     std::string_view folder = "trial") {
   fs::path p(file);
   if (p.is_absolute()) return p;
-  fs::path in_trial = dir / fmt::format("trial_{}", trial) / p;
+  fs::path in_trial = dir / fmt::format("{}_{}", folder, trial) / p;
   if (fs::exists(in_trial)) return in_trial;
   return dir / p;
 }
@@ -49,25 +51,65 @@ Status CheckContained(const std::string& file, const fs::path& resolved, const f
   return Ok();
 }
 
+Result<TensorFile> ParseEntry(const json& e, const fs::path& dir, int trial, bool contained,
+                              std::string_view folder) {
+  if (!e.is_object() || !e.contains("file") || !e.contains("dtype") || !e.contains("shape")) {
+    return ParseError("tensor entry lacks file, dtype or shape");
+  }
+  TensorFile t;
+  t.name = e.value("name", "");
+  t.file = ResolveFile(e["file"].get<std::string>(), dir, trial, folder);
+  if (contained) KFORGE_RETURN_IF_ERROR(CheckContained(e["file"].get<std::string>(), t.file, dir));
+  t.dtype = e["dtype"].get<std::string>();
+  t.shape = e["shape"].get<std::vector<std::int64_t>>();
+  if (e.contains("scalar") && e["scalar"].is_string()) t.scalar = e["scalar"].get<std::string>();
+  if (e.contains("key") && e["key"].is_string()) t.key = e["key"].get<std::string>();
+  return t;
+}
+
 Result<std::vector<TensorFile>> ParseEntries(const json& array, const fs::path& dir, int trial,
-                                             bool contained = false) {
+                                             bool contained = false,
+                                             std::string_view folder = "trial") {
   std::vector<TensorFile> out;
   if (!array.is_array()) return ParseError("tensor list is not an array");
   for (const auto& e : array) {
-    if (!e.is_object() || !e.contains("file") || !e.contains("dtype") || !e.contains("shape")) {
-      return ParseError("tensor entry lacks file, dtype or shape");
-    }
-    TensorFile t;
-    t.name = e.value("name", "");
-    t.file = ResolveFile(e["file"].get<std::string>(), dir, trial);
-    if (contained) KFORGE_RETURN_IF_ERROR(CheckContained(e["file"].get<std::string>(), t.file, dir));
-    t.dtype = e["dtype"].get<std::string>();
-    t.shape = e["shape"].get<std::vector<std::int64_t>>();
-    if (e.contains("scalar") && e["scalar"].is_string()) t.scalar = e["scalar"].get<std::string>();
-    if (e.contains("key") && e["key"].is_string()) t.key = e["key"].get<std::string>();
-    out.push_back(std::move(t));
+    auto t = ParseEntry(e, dir, trial, contained, folder);
+    if (!t) return std::unexpected(t.error());
+    out.push_back(std::move(*t));
   }
   return out;
+}
+
+// A reference trial or timing set (`folder` "trial" or "timing"): inputs, outputs and truth.
+Result<ReferenceTrial> ParseReferenceTrial(const json& t, const fs::path& inputs_dir,
+                                           const fs::path& outputs_dir, std::string_view folder) {
+  ReferenceTrial trial;
+  trial.index = t.value("index", 0);
+  trial.distribution = t.value("distribution", "task");
+  trial.notes = t.value("notes", "");
+  auto inputs = ParseEntries(t.value("inputs", json::array()), inputs_dir, trial.index, false,
+                             folder);
+  auto outputs = ParseEntries(t.value("outputs", json::array()), outputs_dir, trial.index, false,
+                              folder);
+  if (!inputs) return std::unexpected(inputs.error());
+  if (!outputs) return std::unexpected(outputs.error());
+  trial.inputs = std::move(*inputs);
+  trial.outputs = std::move(*outputs);
+  if (auto truth = t.find("truth"); truth != t.end() && truth->is_array()) {
+    if (truth->size() != trial.outputs.size()) {
+      return ParseError("a reference trial's truth list does not match its outputs");
+    }
+    for (const auto& e : *truth) {
+      if (e.is_null()) {
+        trial.truth.emplace_back();
+        continue;
+      }
+      auto entry = ParseEntry(e, outputs_dir, trial.index, false, folder);
+      if (!entry) return std::unexpected(entry.error());
+      trial.truth.emplace_back(std::move(*entry));
+    }
+  }
+  return trial;
 }
 
 Result<json> ParseDocument(std::string_view text, std::string_view phase) {
@@ -181,8 +223,11 @@ TimingOutcome ParseTimingField(std::string_view json_text) {
 
 std::string ReferenceJobJson(const ReferenceJob& job) {
   json trials = json::array();
-  for (const auto& t : job.trials)
-    trials.push_back({{"seed", t.seed}, {"distribution", t.distribution}});
+  for (const auto& t : job.trials) {
+    trials.push_back({{"seed", t.seed},
+                      {"distribution", t.distribution},
+                      {"purpose", TrialPurposeName(t.purpose)}});
+  }
   json j = {{"protocol", kRunnerProtocolVersion},
             {"phase", "reference"},
             {"task", TaskJson(job.task_file, *job.task)},
@@ -191,7 +236,9 @@ std::string ReferenceJobJson(const ReferenceJob& job) {
             {"trials", trials},
             {"tolerance", {{"atol", job.tolerance.atol}, {"rtol", job.tolerance.rtol}}},
             {"inputs_dir", job.inputs_dir.string()},
-            {"outputs_dir", job.outputs_dir.string()}};
+            {"outputs_dir", job.outputs_dir.string()},
+            {"truth", job.truth},
+            {"precision_policy", PrecisionPolicyName(job.policy)}};
   if (job.timing) {
     j["timing"] = TimingOptionsJson(*job.timing);
     if (!job.baselines.empty()) j["baselines"] = job.baselines;
@@ -279,6 +326,11 @@ Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::pa
       r.degenerate.constant = d.value("constant", false);
       r.degenerate.constant_passes = d.value("constant_passes", false);
       r.degenerate.nondeterministic = d.value("nondeterministic", false);
+      if (d.contains("reasons") && d["reasons"].is_array()) {
+        for (const auto& line : d["reasons"]) {
+          if (line.is_string()) r.degenerate.reasons.push_back(line.get<std::string>());
+        }
+      }
     }
     r.timing = ParseTiming(*doc);
     r.steps_json = StepsJson(*doc);
@@ -302,17 +354,24 @@ Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::pa
       r.state = std::move(*state);
     }
     for (const auto& t : doc->value("trials", json::array())) {
-      ReferenceTrial trial;
-      trial.index = t.value("index", 0);
-      trial.distribution = t.value("distribution", "task");
-      trial.notes = t.value("notes", "");
-      auto inputs = ParseEntries(t.value("inputs", json::array()), inputs_dir, trial.index);
-      auto outputs = ParseEntries(t.value("outputs", json::array()), outputs_dir, trial.index);
-      if (!inputs) return std::unexpected(inputs.error());
-      if (!outputs) return std::unexpected(outputs.error());
-      trial.inputs = std::move(*inputs);
-      trial.outputs = std::move(*outputs);
-      r.trials.push_back(std::move(trial));
+      auto trial = ParseReferenceTrial(t, inputs_dir, outputs_dir, "trial");
+      if (!trial) return std::unexpected(trial.error());
+      r.trials.push_back(std::move(*trial));
+    }
+    for (const auto& t : doc->value("timing_sets", json::array())) {
+      auto set = ParseReferenceTrial(t, inputs_dir, outputs_dir, "timing");
+      if (!set) return std::unexpected(set.error());
+      r.timing_sets.push_back(std::move(*set));
+    }
+    for (const auto& s : doc->value("skipped", json::array())) {
+      if (!s.is_object()) return ParseError("a skipped trial is not an object");
+      if (s.value("purpose", "trial") != "trial") continue;
+      r.skipped.push_back({s.value("distribution", ""), s.value("reason", "")});
+    }
+    if (auto truth = doc->find("truth"); truth != doc->end() && truth->is_object()) {
+      r.truth_requested = true;
+      r.truth_available = truth->value("available", false);
+      r.truth_reason = truth->value("reason", "");
     }
     return r;
   } catch (const json::exception& e) {

@@ -13,6 +13,7 @@
 #include "kforge/core/error.h"
 #include "kforge/eval/tensor_compare.h"
 #include "kforge/eval/timing.h"
+#include "kforge/eval/trial_plan.h"
 #include "kforge/eval/verdict.h"
 #include "kforge/task/task.h"
 
@@ -20,18 +21,15 @@ namespace kforge {
 
 inline constexpr int kRunnerProtocolVersion = 1;
 
-struct TrialSeed {
-  std::uint64_t seed = 0;
-  std::string distribution;  // task, normal, uniform
-};
-
 struct ReferenceJob {
   std::filesystem::path task_file;
   const Task* task = nullptr;
   std::string device;
   std::uint64_t init_seed = 0;
-  std::vector<TrialSeed> trials;
+  std::vector<PlannedTrial> trials;  // eval/trial_plan.h
   Tolerance tolerance;
+  bool truth = false;  // float64 truth files beside every trial's outputs
+  PrecisionPolicy policy = PrecisionPolicy::kStrict;  // TF32 in the baselines under tf32/mixed
   std::filesystem::path inputs_dir;
   std::filesystem::path outputs_dir;
   std::optional<TimingOptions> timing;  // the eager baseline is timed when set
@@ -66,8 +64,12 @@ struct ReferenceTrial {
   std::string distribution;
   std::vector<TensorFile> inputs;
   std::vector<TensorFile> outputs;
+  // Per output, its float64 truth file; nullopt where the output has none (integer outputs, an
+  // output the float64 run did not return in float64, no truth at all). Empty without a truth.
+  std::vector<std::optional<TensorFile>> truth;
   std::string notes;
 };
+
 
 struct ReferenceResult {
   std::string status;  // ok, reference_error, infra_error
@@ -76,6 +78,11 @@ struct ReferenceResult {
   // The reference Model's state_dict tensors, in order (inputs_dir/state): native candidates get
   // them after the task inputs.
   std::vector<TensorFile> state;
+  std::vector<ReferenceTrial> timing_sets;  // purpose "timing": files under timing_J
+  std::vector<SkippedTrial> skipped;  // planned trials (not timing sets) it did not write
+  bool truth_requested = false;  // the job asked for a truth and the runner answered about it
+  bool truth_available = false;  // the model ran in float64 on every trial
+  std::string truth_reason;      // why not
   DegenerateFlags degenerate;
   std::string environment_json;
   TimingOutcome timing;                               // the eager baseline

@@ -1,5 +1,7 @@
 #include "kforge/eval/tensor_compare.h"
 
+#include "element_decode.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -20,31 +22,6 @@
 
 namespace kforge {
 namespace {
-
-float HalfToFloat(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exponent = (h >> 10) & 0x1Fu;
-  std::uint32_t mantissa = h & 0x3FFu;
-  std::uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exponent = 127 - 15 + 1;
-      while ((mantissa & 0x400u) == 0) {
-        mantissa <<= 1;
-        --exponent;
-      }
-      mantissa &= 0x3FFu;
-      bits = sign | (exponent << 23) | (mantissa << 13);
-    }
-  } else if (exponent == 0x1F) {
-    bits = sign | 0x7F800000u | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
 
 // A file mapped read-only for the length of a comparison (no copy into memory of our own).
 class MappedFile {
@@ -83,14 +60,6 @@ class MappedFile {
   void* data_ = nullptr;
   std::size_t size_ = 0;
 };
-
-// Element `i` of a buffer of `T`.
-template <typename T>
-T LoadRaw(const char* data, std::int64_t i) {
-  T value;
-  std::memcpy(&value, data + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
-  return value;
-}
 
 // The per-element rule over `n` elements of one stored type; `to_double` decodes an element.
 template <typename T, typename ToDouble>
@@ -146,9 +115,7 @@ std::int64_t CompareBuffers(const std::string& dtype, const char* ref, const cha
   if (dtype == "bfloat16") {
     return CompareElements<std::uint16_t>(
         ref, cand, n, tol,
-        [](std::uint16_t h) {
-          return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16));
-        },
+        [](std::uint16_t h) { return static_cast<double>(Bfloat16ToFloat(h)); },
         cmp);
   }
   if (dtype == "int32") return CompareElements<std::int32_t>(ref, cand, n, tol, same, cmp);

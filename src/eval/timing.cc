@@ -68,10 +68,13 @@ std::string TimingStats::SideFigures() const {
 }
 
 std::string PhysicsFloor::Describe() const {
-  return fmt::format("floor {} (compute {}{}, memory {})", FormatSeconds(floor_s),
+  return fmt::format("floor {} (compute {}{}, memory {}{})", FormatSeconds(floor_s),
                      compute_s > 0 ? FormatSeconds(compute_s) : "unknown",
                      rate_used.empty() ? "" : " at the " + rate_used + " matmul rate",
-                     FormatSeconds(memory_s));
+                     memory_s > 0 ? FormatSeconds(memory_s) : "unknown",
+                     memory_level.empty() || memory_s <= 0
+                         ? ""
+                         : " at the " + memory_level + " copy rate");
 }
 
 }  // namespace kforge

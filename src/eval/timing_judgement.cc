@@ -40,9 +40,17 @@ void JudgeTiming(Verdict& v, const Calibration* calibration) {
       }
     }
   }
-  if (v.speedup_vs_best_baseline && *v.speedup_vs_best_baseline > kReviewSpeedup) {
-    reasons.push_back(fmt::format("{:.3g}x faster than the fastest baseline (over {:g}x)",
-                                  *v.speedup_vs_best_baseline, kReviewSpeedup));
+  // A time physics allows counts, however large the speedup; only where physics cannot judge
+  // (no floor) does a large speedup wait for a person, and the hold says why.
+  if (!v.floor && v.speedup_vs_best_baseline && *v.speedup_vs_best_baseline > kReviewSpeedup) {
+    const std::string why = calibration == nullptr ? "this device has no calibration"
+                            : !v.work ? "the reference's work of one call is unknown"
+                                      : "the call's work gives no floor (no FLOP or byte figure "
+                                        "this calibration can rate)";
+    reasons.push_back(fmt::format(
+        "{:.3g}x faster than the fastest baseline and physics cannot judge the time ({}): over "
+        "{:g}x without a floor waits for a person's look",
+        *v.speedup_vs_best_baseline, why, kReviewSpeedup));
   }
   if (v.timing->side_stream_suspect) {
     reasons.push_back(fmt::format(

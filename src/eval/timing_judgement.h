@@ -11,8 +11,9 @@ namespace kforge {
 // With `v.timing` and the baselines in `v`: the speedups against eager, against the faster
 // compile mode and against the fastest baseline; with a calibration, the physics floor and the
 // speed-of-light fraction, and a time under kImpossibleFractionOfFloor of the floor turns the
-// verdict into `rejected`; a speedup above kReviewSpeedup or a side-stream suspicion holds the
-// result for review. `calibration` may be null.
+// verdict into `rejected`; a time the floor allows counts. A speedup above kReviewSpeedup holds
+// the result for review only where there is no floor (no calibration or work figures: the reason
+// says which), and so does a side-stream suspicion. `calibration` may be null.
 void JudgeTiming(Verdict& v, const Calibration* calibration);
 
 }  // namespace kforge

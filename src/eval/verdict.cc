@@ -4,7 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
+
+#include "kforge/eval/accuracy.h"
 #include <utility>
 
 namespace kforge {
@@ -18,6 +22,13 @@ nlohmann::json ParseOrNull(const std::string& text) {
 
 nlohmann::json OrNull(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// An error figure for JSON, which has no infinity: a NaN output's infinite error is stored as the
+// largest double (documented in docs/verdict.md), so "far out" survives a round trip.
+double Finite(double v) { return std::isfinite(v) ? v : std::numeric_limits<double>::max(); }
+nlohmann::json FiniteOrNull(const std::optional<double>& v) {
+  return v ? nlohmann::json(Finite(*v)) : nlohmann::json(nullptr);
 }
 
 nlohmann::json TimingJson(const std::optional<TimingStats>& t) {
@@ -61,7 +72,8 @@ nlohmann::json FloorJson(const std::optional<PhysicsFloor>& f) {
   return {{"floor_s", f->floor_s},
           {"compute_s", f->compute_s},
           {"memory_s", f->memory_s},
-          {"rate_used", f->rate_used}};
+          {"rate_used", f->rate_used},
+          {"memory_level", f->memory_level}};
 }
 
 // The first line of a (possibly multi-line) error, for the one-line text summary.
@@ -157,6 +169,35 @@ Verdict Verdict::FromJson(const std::string& text) {
     if (auto policy = ParsePrecisionPolicy(p->value("policy", ""))) v.policy = *policy;
     v.tolerance.atol = p->value("atol", v.tolerance.atol);
     v.tolerance.rtol = p->value("rtol", v.tolerance.rtol);
+    // Version 2 (absent from version 1: empty).
+    v.precision.rule = p->value("rule", "");
+    v.precision.fallback_reason = p->value("fallback_reason", "");
+    v.precision.worst_error_ratio = NumberOrNull(*p, "worst_error_ratio");
+    v.precision.achieved = p->value("achieved", "");
+  }
+  if (auto trials = j.find("trials"); trials != j.end() && trials->is_array()) {
+    for (const auto& t : *trials) {
+      if (!t.is_object()) continue;
+      TrialVerdict tv;
+      tv.index = t.value("index", 0);
+      tv.distribution = t.value("distribution", "");
+      tv.ok = t.value("ok", false);
+      tv.max_abs_error = NumberOrNull(t, "max_abs_error").value_or(0);
+      tv.max_rel_error = NumberOrNull(t, "max_rel_error").value_or(0);
+      tv.fraction_bad = NumberOrNull(t, "fraction_bad").value_or(0);
+      tv.inputs_unchanged = t.value("inputs_unchanged", true);
+      tv.problem = t.value("problem", "");
+      tv.rule = t.value("rule", "");
+      tv.error_ratio = NumberOrNull(t, "error_ratio");
+      tv.reference_error = NumberOrNull(t, "reference_error");
+      tv.meets_strict = t.value("meets_strict", false);
+      v.trials.push_back(std::move(tv));
+    }
+  }
+  if (auto skipped = j.find("skipped_trials"); skipped != j.end() && skipped->is_array()) {
+    for (const auto& t : *skipped) {
+      if (t.is_object()) v.skipped_trials.push_back({t.value("distribution", ""), t.value("reason", "")});
+    }
   }
   if (auto d = j.find("degenerate"); d != j.end() && d->is_object()) {
     v.degenerate.all_zero = d->value("all_zero", false);
@@ -164,6 +205,11 @@ Verdict Verdict::FromJson(const std::string& text) {
     v.degenerate.constant = d->value("constant", false);
     v.degenerate.constant_passes = d->value("constant_passes", false);
     v.degenerate.nondeterministic = d->value("nondeterministic", false);
+    if (auto r = d->find("reasons"); r != d->end() && r->is_array()) {
+      for (const auto& line : *r) {
+        if (line.is_string()) v.degenerate.reasons.push_back(line.get<std::string>());
+      }
+    }
   }
   if (auto s = j.find("seconds"); s != j.end() && s->is_object()) {
     v.compile_seconds = s->value("compile", 0.0);
@@ -231,7 +277,7 @@ nlohmann::json LoadJson(const std::optional<LoadReading>& r) {
 
 std::string Verdict::ToJson() const {
   nlohmann::json j;
-  j["verdict_version"] = 1;
+  j["verdict_version"] = kVerdictVersion;
   j["status"] = EvalStatusName(status);
   j["message"] = message;
   j["diagnostics"] = diagnostics;
@@ -239,25 +285,42 @@ std::string Verdict::ToJson() const {
   j["target"] = target;
   j["device"] = device;
   j["candidate"] = {{"path", candidate}, {"kind", candidate_kind}, {"mode", mode}};
-  j["precision"] = {
-      {"policy", PrecisionPolicyName(policy)}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}};
+  j["precision"] = {{"policy", PrecisionPolicyName(policy)},
+                     {"atol", tolerance.atol},
+                     {"rtol", tolerance.rtol},
+                     {"rule", precision.rule},
+                     {"factor", kAccuracyFactor},
+                     {"floor_eps", kAccuracyFloorEps},
+                     {"low_precision_factor", kLowPrecisionFactor},
+                     {"fallback_reason", precision.fallback_reason},
+                     {"worst_error_ratio", FiniteOrNull(precision.worst_error_ratio)},
+                     {"achieved", precision.achieved}};
   j["trials"] = nlohmann::json::array();
   for (const auto& t : trials) {
     j["trials"].push_back({{"index", t.index},
                            {"distribution", t.distribution},
                            {"ok", t.ok},
-                           {"max_abs_error", t.max_abs_error},
-                           {"max_rel_error", t.max_rel_error},
+                           {"rule", t.rule},
+                           {"max_abs_error", Finite(t.max_abs_error)},
+                           {"max_rel_error", Finite(t.max_rel_error)},
+                           {"error_ratio", FiniteOrNull(t.error_ratio)},
+                           {"reference_error", FiniteOrNull(t.reference_error)},
                            {"fraction_bad", t.fraction_bad},
+                           {"meets_strict", t.meets_strict},
                            {"inputs_unchanged", t.inputs_unchanged},
                            {"problem", t.problem}});
+  }
+  j["skipped_trials"] = nlohmann::json::array();
+  for (const auto& t : skipped_trials) {
+    j["skipped_trials"].push_back({{"distribution", t.distribution}, {"reason", t.reason}});
   }
   j["degenerate"] = {{"flagged", degenerate.any()},
                      {"all_zero", degenerate.all_zero},
                      {"mostly_zero", degenerate.mostly_zero},
                      {"constant", degenerate.constant},
                      {"constant_passes", degenerate.constant_passes},
-                     {"nondeterministic", degenerate.nondeterministic}};
+                     {"nondeterministic", degenerate.nondeterministic},
+                     {"reasons", degenerate.reasons}};
   j["guardrail_flags"] = guardrail_flags;
   nlohmann::json orchestrator = nlohmann::json::object();
   for (const auto& [name, seconds] : steps) orchestrator[name] = seconds;
@@ -308,16 +371,35 @@ std::string Verdict::ToText() const {
   out += fmt::format("  task      {} ({})\n", task_name, task_origin);
   out += fmt::format("  target    {}  candidate {} [{}{}]\n", target, candidate, candidate_kind,
                      mode == "kernelbench-compat" ? ", KernelBench compatibility mode" : "");
-  out += fmt::format("  precision {} (atol {:g}, rtol {:g})\n", PrecisionPolicyName(policy),
-                     tolerance.atol, tolerance.rtol);
+  if (precision.rule == "truth") {
+    out += fmt::format("  precision {}: measured against the float64 truth", PrecisionPolicyName(policy));
+    if (precision.worst_error_ratio) {
+      out += fmt::format("; worst error {:.3g}x the reference's own (strict allows {:g}x)",
+                         *precision.worst_error_ratio, kAccuracyFactor);
+    }
+  } else {
+    out += fmt::format("  precision {} (atol {:g}, rtol {:g})", PrecisionPolicyName(policy),
+                       tolerance.atol, tolerance.rtol);
+    if (!precision.fallback_reason.empty()) {
+      out += fmt::format("; no float64 truth: {}", precision.fallback_reason);
+    }
+  }
+  if (!precision.achieved.empty()) out += fmt::format("; achieved {}", precision.achieved);
+  out += "\n";
   for (const auto& t : trials) {
-    out += fmt::format("  trial {}   {:<7} {}  max abs err {:.2e}  max rel err {:.2e}{}\n", t.index,
-                       t.distribution, t.ok ? "ok  " : "FAIL", t.max_abs_error, t.max_rel_error,
+    out += fmt::format("  trial {:<2}  {:<8} {}  max abs err {:.2e}  max rel err {:.2e}{}{}\n",
+                       t.index, t.distribution, t.ok ? "ok  " : "FAIL", t.max_abs_error,
+                       t.max_rel_error,
+                       t.error_ratio ? fmt::format("  ratio {:.3g}", *t.error_ratio) : "",
                        t.problem.empty() ? "" : "  " + t.problem);
+  }
+  for (const auto& t : skipped_trials) {
+    out += fmt::format("  skipped   {:<8} {}\n", t.distribution, t.reason);
   }
   if (degenerate.any()) {
     out += fmt::format("  DEGENERATE TASK: {} — a pass here proves little; reported apart\n",
-                       degenerate.Describe());
+                       degenerate.reasons.empty() ? degenerate.Describe()
+                                                  : fmt::format("{}", fmt::join(degenerate.reasons, "; ")));
   }
   for (const auto& flag : guardrail_flags) out += fmt::format("  guardrail flag: {}\n", flag);
   if (!diagnostics.empty()) {

@@ -340,6 +340,17 @@ std::string GroupTable(const GroupMetrics& g, const RunData& run) {
   return out;
 }
 
+// After the task's precision: what its best candidate's outputs met, when that is not the policy
+// itself (a lower-precision speedup under tf32/mixed, or strict met under a looser policy).
+std::string AchievedNote(const TaskOutcome& t) {
+  if (t.best_achieved_precision.empty() || t.best_achieved_precision == t.precision.policy) {
+    return t.best_achieved_precision.empty() || t.best_achieved_precision == "strict"
+               ? ""
+               : " · lower-precision result";
+  }
+  return " · met " + t.best_achieved_precision;
+}
+
 std::string StatusBadge(const TaskOutcome& t) {
   const char* cls = t.task_class != TaskClass::kHeadline ? "warn" : t.correct ? "ok" : "bad";
   return fmt::format("<span class=\"badge {}\">{}</span>", cls, H(t.status));
@@ -476,8 +487,8 @@ std::string RenderIndexHtml(const RunData& run, const RunMetrics& m, std::string
         "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td><td "
         "class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td "
         "class=n>{}</td><td class=n>${:.4f}</td></tr>\n",
-        TaskPagePath(t.task_index), H(t.name), TaskClassName(t.task_class), H(t.precision.Describe()),
-        StatusBadge(t), t.candidates, Speedup(t.best_speedup[0]), Speedup(t.best_speedup[1]),
+        TaskPagePath(t.task_index), H(t.name), TaskClassName(t.task_class),
+        H(t.precision.Describe() + AchievedNote(t)), StatusBadge(t), t.candidates, Speedup(t.best_speedup[0]), Speedup(t.best_speedup[1]),
         Speedup(t.best_speedup[2]), Fixed(t.best_sol_fraction, 3, "not measured"),
         t.input_tokens + t.output_tokens, t.cost_usd);
   }

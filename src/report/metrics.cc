@@ -170,6 +170,7 @@ TaskOutcome Outcome(const TaskData& task, std::size_t index, std::int64_t max_it
     if (auto sol = best->verdict.sol_fraction; sol && std::isfinite(*sol) && *sol >= 0 && *sol <= 1) {
       o.best_sol_fraction = sol;
     }
+    o.best_achieved_precision = best->verdict.achieved_precision;
   }
   if (o.correct) {
     o.status = "correct";

@@ -76,6 +76,7 @@ json TaskJson(const TaskOutcome& t, const TaskData& data) {
   j["origin"] = data.origin;
   j["class"] = TaskClassName(t.task_class);
   j["precision"] = PrecisionJson(t.precision);
+  j["achieved_precision"] = t.best_achieved_precision;
   j["status"] = t.status;
   j["correct"] = t.correct;
   j["candidates"] = t.candidates;

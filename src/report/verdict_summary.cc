@@ -134,6 +134,9 @@ Result<VerdictSummary> ParseVerdictSummary(std::string_view verdict_json, std::s
     } else if (key == "precision") {
       e = ForEachField(value, [&](std::string_view k, od::value x) {
         if (k == "policy") v.policy = String(x);
+        if (k == "rule") v.precision_rule = String(x);
+        if (k == "worst_error_ratio") v.worst_error_ratio = Number(x);
+        if (k == "achieved") v.achieved_precision = String(x);
         if (k == "atol") v.atol = Number(x);
         if (k == "rtol") v.rtol = Number(x);
         return SUCCESS;

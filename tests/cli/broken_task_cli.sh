@@ -75,6 +75,11 @@ expect_usage model "nope" \
 expect_usage set "no module-level global 'batchsize'.*did you mean 'batch_size'" \
   "$kforge" eval good.py "$source_home/tests/fixtures/candidates/relu/honest.cpp" \
   --target cpu/cpp --set batchsize=4 --no-store
+# One NAME=VALUE per --set: a candidate written after it is the candidate, not a second value.
+if "$kforge" targets | grep -q '^cpu/cpp .* yes  *yes'; then
+  "$kforge" eval good.py --set batch_size=4 "$source_home/tests/fixtures/candidates/relu/honest.cpp" \
+    --target cpu/cpp --no-store > set_order.txt 2>&1 || fail "--set before the candidate: $(tail -3 set_order.txt)"
+fi
 cat > typo.toml <<'TOML'
 [[task]]
 id = "good"

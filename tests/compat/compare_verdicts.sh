@@ -2,7 +2,9 @@
 # `kforge eval` in KernelBench compatibility mode must reach KernelBench's own verdict
 # (tests/compat/kernelbench_rules.py) on KernelBench-style load_inline submissions, except where
 # KForge is stricter by design: a bug that KernelBench's inputs cannot show (its ReLU inputs are all
-# positive) is caught by KForge's second input distribution; that case must differ, as documented.
+# positive) is caught by KForge's second input distribution (negatives.py) or its all-negative
+# trial, whose output is all zeros, so that leaking 0.001 x of each negative input is an error the
+# size of the whole output (leaky.py); those cases must differ, as documented.
 # Usage: compare_verdicts.sh KFORGE PYTHON
 set -uo pipefail
 KFORGE=$1
@@ -13,7 +15,7 @@ if [ ! -f "$DATA/level1.jsonl" ]; then echo "SKIP: no KernelBench data at $DATA"
 F=tests/fixtures/candidates/relu
 failures=0
 # submission:expected relation
-for entry in kernelbench_inline_cpp.py:agree kernelbench_inline_cpp_leaky.py:agree \
+for entry in kernelbench_inline_cpp.py:agree kernelbench_inline_cpp_leaky.py:stricter \
              kernelbench_inline_cpp_tail.py:agree kernelbench_inline_cpp_negatives.py:stricter; do
   submission=$F/${entry%%:*}
   expected=${entry##*:}

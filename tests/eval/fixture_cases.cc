@@ -29,6 +29,7 @@ std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres
   const toml::array* all = root["case"].as_array();
   if (all == nullptr) std::abort();
   const bool redteam = manifest == kRedTeamManifest;
+  const bool accuracy = manifest == kAccuracyManifest;
   for (const auto& node : *all) {
     const toml::table& t = *node.as_table();
     FixtureCase c;
@@ -46,10 +47,13 @@ std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres
     c.rule = t["rule"].value_or(std::string());
     c.reason = t["reason"].value_or(std::string());
     c.time = t["time"].value_or(false);
+    c.failing_trial = t["failing_trial"].value_or(std::string());
+    if (auto d = t["degenerate"].value<bool>()) c.degenerate = *d;
     if (std::find(wheres.begin(), wheres.end(), c.where) == wheres.end()) continue;
     std::string stem = std::filesystem::path(c.candidate).filename().string();
-    c.name = (redteam ? "redteam_" : "") + c.task + "_" + stem + "_" + c.target +
-             (c.guardrails ? "" : "_noguard") + (c.time ? "_timed" : "");
+    c.name = std::string(redteam ? "redteam_" : accuracy ? "accuracy_" : "") + c.task + "_" +
+             stem + "_" + c.target + (c.guardrails ? "" : "_noguard") +
+             (c.policy.empty() ? "" : "_" + c.policy) + (c.time ? "_timed" : "");
     std::replace_if(c.name.begin(), c.name.end(), [](char ch) { return !std::isalnum(ch); }, '_');
     cases.push_back(std::move(c));
   }

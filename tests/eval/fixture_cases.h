@@ -3,6 +3,7 @@
 #define KFORGE_TESTS_EVAL_FIXTURE_CASES_H_
 
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -26,11 +27,15 @@ struct FixtureCase {
   std::string rule;        // static guardrail rule id the verdict must name
   std::string reason;      // text the verdict's message or diagnostics must contain
   bool time = false;       // the evaluation times the candidate (EvalOptions::time)
+  // The precision and shortcut manifest's fields (tests/fixtures/accuracy/accuracy.toml).
+  std::string failing_trial;        // a failed trial must have this distribution
+  std::optional<bool> degenerate;   // the verdict must (not) flag the task degenerate
 };
 
 // The manifest files (relative to the source tree) of the candidate fixtures.
 inline constexpr const char* kExpectationsManifest = "tests/fixtures/expectations.toml";
 inline constexpr const char* kRedTeamManifest = "tests/fixtures/redteam/dynamic.toml";
+inline constexpr const char* kAccuracyManifest = "tests/fixtures/accuracy/accuracy.toml";
 
 // Cases of `manifests` whose `where` is in `wheres`; aborts the test binary on a malformed file.
 std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres,

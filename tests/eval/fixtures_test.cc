@@ -8,6 +8,7 @@
 
 #include "fixture_cases.h"
 #include "kforge/eval/evaluator.h"
+#include "kforge/eval/trial_plan.h"
 #include "kforge/target/backend.h"
 #include "kforge/task/task.h"
 
@@ -99,10 +100,29 @@ TEST_P(FixtureTest, VerdictIsTheExpectedOne) {
     EXPECT_EQ(PrecisionPolicyName(v.policy), c.policy);
   }
   if (c.expect == "correct") {
-    EXPECT_EQ(v.trials.size(), 5u);
+    // Five trials of the task's own distributions, then every shortcut-finding trial, each run
+    // or skipped with its reason.
+    std::size_t own = 0;
     bool second_distribution = false;
-    for (const auto& t : v.trials) second_distribution |= t.distribution != "task";
+    for (const auto& t : v.trials) {
+      own += t.distribution == "task" || t.distribution == "normal" || t.distribution == "uniform";
+      second_distribution |= t.distribution == "normal" || t.distribution == "uniform";
+    }
+    EXPECT_EQ(own, 5u);
     EXPECT_TRUE(second_distribution) << "EVAL-PROTOCOL: one trial uses another distribution";
+    EXPECT_EQ(v.trials.size() + v.skipped_trials.size(), 5u + ShortcutDistributions().size())
+        << v.ToText();
+    for (const auto& s : v.skipped_trials) EXPECT_FALSE(s.reason.empty()) << s.distribution;
+    EXPECT_FALSE(v.precision.achieved.empty()) << "a correct verdict says what precision it met";
+  }
+  if (!c.failing_trial.empty()) {
+    bool failed = false;
+    for (const auto& t : v.trials) failed |= !t.ok && t.distribution == c.failing_trial;
+    EXPECT_TRUE(failed) << "expected the " << c.failing_trial << " trial to fail (" << c.why
+                        << "):\n" << v.ToText();
+  }
+  if (c.degenerate) {
+    EXPECT_EQ(v.degenerate.any(), *c.degenerate) << v.degenerate.Describe();
   }
   EXPECT_FALSE(v.message.empty());
   EXPECT_EQ(v.device, backend->RunnerDevice()) << "a verdict names the device it ran on";

@@ -91,6 +91,65 @@ TEST(CalibrationTest, JsonRoundTripAndErrorsNameTheFile) {
   EXPECT_NE(bad.error().message.find("kforge calibrate"), std::string::npos);
 }
 
+// A CPU as the calibrate phase measures it: memory, and each data cache level's copy rate.
+Calibration CpuLike() {
+  Calibration c;
+  c.device_name = "Test CPU";
+  c.copy_bytes_per_s = 10e9;
+  c.cache_levels = {{"L1d", 64e3, 200e9}, {"L2", 1e6, 100e9}, {"L3", 32e6, 40e9}};
+  c.matmul_flops_per_s = {{"float32", 100e9}};
+  return c;
+}
+
+TEST(PhysicsFloorTest, ACpuWorkingSetIsRatedAtTheCacheLevelItFitsIn) {
+  const Calibration c = CpuLike();
+  // ReLU on 4 MB in and 4 MB out: 8 MB fits the 32 MB L3, so its copy rate bounds it, not memory's.
+  CallWork relu{.flops = std::nullopt, .min_bytes = 8e6, .dtype = "float32"};
+  auto floor = FloorFor(relu, c, PrecisionPolicy::kStrict);
+  ASSERT_TRUE(floor);
+  EXPECT_EQ(floor->memory_level, "L3");
+  EXPECT_DOUBLE_EQ(floor->memory_s, 8e6 / 40e9);
+  EXPECT_NE(floor->Describe().find("L3 copy rate"), std::string::npos) << floor->Describe();
+  CallWork tiny{.flops = std::nullopt, .min_bytes = 32e3, .dtype = "float32"};
+  EXPECT_EQ(FloorFor(tiny, c, PrecisionPolicy::kStrict)->memory_level, "L1d");
+  CallWork big{.flops = std::nullopt, .min_bytes = 1e9, .dtype = "float32"};
+  auto memory = FloorFor(big, c, PrecisionPolicy::kStrict);
+  EXPECT_EQ(memory->memory_level, "memory");
+  EXPECT_DOUBLE_EQ(memory->memory_s, 1e9 / 10e9);
+  // A level whose rate could not be measured gives no memory time (never memory's slower one):
+  // without FLOPs either, there is no floor at all.
+  Calibration unmeasured = c;
+  unmeasured.cache_levels[2].copy_bytes_per_s.reset();
+  EXPECT_FALSE(FloorFor(relu, unmeasured, PrecisionPolicy::kStrict));
+}
+
+TEST(CalibrationTest, CacheLevelsRoundTripAndTheEnvironmentDecidesAMatch) {
+  Calibration c = CpuLike();
+  c.cache_levels[1].copy_bytes_per_s.reset();
+  c.environment_json = R"({"device_name": "Test CPU", "torch": "2.11", "python": "3.12"})";
+  auto back = Calibration::FromJson(c.ToJson(), "x.json");
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->cache_levels.size(), 3u);
+  EXPECT_EQ(back->cache_levels[2].name, "L3");
+  EXPECT_DOUBLE_EQ(back->cache_levels[2].bytes, 32e6);
+  EXPECT_FALSE(back->cache_levels[1].copy_bytes_per_s);
+  // A version-1 calibration (no cache levels) still reads.
+  auto v1 = Calibration::FromJson(
+      R"({"calibration_version": 1, "device_name": "Old", "copy_bytes_per_s": 1e10,
+          "matmul_flops_per_s": {"float32": 1e11}})",
+      "old.json");
+  ASSERT_TRUE(v1) << v1.error().message;
+  EXPECT_TRUE(v1->cache_levels.empty());
+  // Same device and libraries (other fields and their order do not matter): a match.
+  EXPECT_TRUE(CalibrationMatches(
+      *back, R"({"python": "3.12", "torch": "2.11", "device_name": "Test CPU", "pid": 7})"));
+  EXPECT_FALSE(CalibrationMatches(
+      *back, R"({"python": "3.12", "torch": "2.12", "device_name": "Test CPU"})"));
+  Calibration unknown = c;
+  unknown.environment_json.clear();
+  EXPECT_FALSE(CalibrationMatches(unknown, c.environment_json));
+}
+
 Verdict TimedVerdict(double candidate, double eager) {
   Verdict v;
   v.status = EvalStatus::kCorrect;
@@ -129,12 +188,39 @@ TEST(JudgeTimingTest, SpeedOfLightAndImpossibleTimes) {
   EXPECT_NE(fooled.message.find("impossible time"), std::string::npos) << fooled.message;
 }
 
+TEST(JudgeTimingTest, AnHonestCacheResidentTimeIsNotImpossible) {
+  // 8 MB at memory's 10 GB/s would be a floor of 0.8 ms; from L3 at 40 GB/s it is 0.2 ms, and an
+  // honest ReLU that takes 0.3 ms counts (the floor used to be memory's: "impossible time").
+  const Calibration c = CpuLike();
+  Verdict v = TimedVerdict(0.3e-3, 0.6e-3);
+  v.work = CallWork{.flops = std::nullopt, .min_bytes = 8e6, .dtype = "float32"};
+  JudgeTiming(v, &c);
+  EXPECT_EQ(v.status, EvalStatus::kCorrect) << v.message;
+  ASSERT_TRUE(v.floor);
+  EXPECT_EQ(v.floor->memory_level, "L3");
+}
+
 TEST(JudgeTimingTest, BigSpeedupsAndSideStreamsAreHeldForReview) {
   Verdict fast = TimedVerdict(1e-4, 2e-3);  // 20x
   JudgeTiming(fast, nullptr);
   EXPECT_TRUE(fast.held_for_review);
   EXPECT_NE(fast.review_reason.find("20x"), std::string::npos) << fast.review_reason;
+  EXPECT_NE(fast.review_reason.find("no calibration"), std::string::npos) << fast.review_reason;
   EXPECT_EQ(fast.status, EvalStatus::kCorrect);
+
+  // With a floor, physics judges: 20x over eager at a time the floor allows counts, unheld (a
+  // fused decode kernel against several small PyTorch ops).
+  const Calibration c = H200Like();
+  Verdict fused = TimedVerdict(1e-4, 2e-3);
+  fused.work = CallWork{.flops = std::nullopt, .min_bytes = 4e7, .dtype = "float32"};  // 10 us
+  JudgeTiming(fused, &c);
+  EXPECT_FALSE(fused.held_for_review) << fused.review_reason;
+  EXPECT_EQ(fused.status, EvalStatus::kCorrect);
+  // A calibration but no work figures: physics cannot judge, and the reason says so.
+  Verdict unknown = TimedVerdict(1e-4, 2e-3);
+  JudgeTiming(unknown, &c);
+  EXPECT_TRUE(unknown.held_for_review);
+  EXPECT_NE(unknown.review_reason.find("work"), std::string::npos) << unknown.review_reason;
 
   Verdict hidden = TimedVerdict(1e-3, 1.2e-3);
   hidden.timing->side_stream_suspect = true;

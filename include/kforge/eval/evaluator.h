@@ -34,7 +34,14 @@
 namespace kforge {
 
 struct EvalOptions {
-  int trials = 5;                                 // at least 2: one uses a second distribution
+  int trials = 5;  // of the task's own distributions; at least 2: one uses a second distribution
+  // The shortcut-finding trials after them (eval/trial_plan.h): scaled, negative, dominant,
+  // sorted, ties, shape.
+  bool shortcut_trials = true;
+  // Input sets drawn for timing only (eval/trial_plan.h), written beside the trials.
+  int timing_sets = 0;
+  // Judge outputs against the float64 truth (eval/accuracy.h); off: the tolerance rule.
+  bool truth = true;
   std::chrono::seconds reference_timeout{600};    // the reference phase, wall clock
   std::chrono::seconds candidate_timeout{120};    // the candidate phase of native/OpenCL
   std::chrono::seconds module_timeout{600};       // Python modules (load_inline compiles)
@@ -76,9 +83,10 @@ struct EvalOptions {
   // in the environment): in the Python runner's candidate phase, as opencl and module
   // candidates do (for measuring one against the other).
   bool native_harness = true;
-  // Parent-driven timing: how many timing sets (drawn like trials, never shown in the trials)
-  // the samples rotate among (at least 2).
-  int timing_sets = 2;
+  // With `time`: a device without a calibration for the runner's environment is calibrated
+  // first (once; eval/calibration.h), so the physics floor always applies. Off: only a stored
+  // calibration is used.
+  bool calibrate = true;
   // The sandbox every runner starts in (core/sandbox.h); null (the default): DefaultSandbox(),
   // bubblewrap where it works here. Tests pass their own.
   std::shared_ptr<const Sandbox> sandbox;
@@ -117,8 +125,9 @@ class Evaluator {
   void TakeBaselines(const Task& task, Verdict& v, const ReferenceResult& reference,
                      const std::string& runner_key, const std::optional<std::string>& last_env,
                      const std::map<std::string, std::string>& cached, BaselineCache& cache);
-  // The stored calibration of the device the environment names (loaded once), or null.
-  const Calibration* CalibrationFor(const std::string& environment_json);
+  // The calibration of the device the environment names, for that environment: stored, or
+  // measured now on `backend`'s device (EvalOptions::calibrate); null when there is none.
+  const Calibration* CalibrationFor(const Backend& backend, const std::string& environment_json);
 
   // The steps of one Evaluate() call (evaluator.cc).
   struct Steps;
@@ -126,7 +135,8 @@ class Evaluator {
   CompileService& compiler_;
   EvalOptions options_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Calibration>> calibrations_;  // guarded by mu_
+  std::mutex calibration_mu_;  // held while a calibration is looked up or measured
+  std::map<std::string, std::unique_ptr<Calibration>> calibrations_;  // guarded by calibration_mu_
   std::deque<std::unique_ptr<WorkSlot>> prepared_;  // guarded by mu_; oldest first
 };
 

@@ -73,6 +73,7 @@ struct PhysicsFloor {
   double compute_s = 0;  // 0 when FLOPs are unknown
   double memory_s = 0;
   std::string rate_used;  // which matmul rate: "float32", "tf32", "bfloat16", ...
+  std::string memory_level;  // whose copy rate: "L2", "L3", "memory"; "" when unknown
   std::string Describe() const;
 };
 

@@ -23,15 +23,52 @@ inline Result<EvalStatus> ParseEvalStatus(std::string_view name) {
   return store::ParseEvaluationStatus(name);
 }
 
+// The version of the verdict document ToJson writes; FromJson and the reports read every version
+// up to it (docs/verdict.md "Versions").
+inline constexpr int kVerdictVersion = 2;
+
 struct TrialVerdict {
   int index = 0;
-  std::string distribution;  // task, normal, uniform
+  // task, normal, uniform (the task's own), scaled, negative, dominant, sorted, ties, shape
+  // (shortcut-finding trials: eval/trial_plan.h)
+  std::string distribution;
   bool ok = false;
+  // Over the trial's outputs, the largest (eval/accuracy.h): against the float64 truth where the
+  // output had one, against the reference otherwise.
   double max_abs_error = 0;
   double max_rel_error = 0;
   double fraction_bad = 0;
   bool inputs_unchanged = true;
   std::string problem;  // why not ok, one line
+  // Verdict version 2: the rule that judged the trial ("truth" when every floating output had its
+  // truth, else "tolerance"; "exact" when every output is an integer one; "" in version 1), the
+  // largest error ratio and the reference's own error at that output (truth rule only), and
+  // whether every output also met strict.
+  std::string rule;
+  std::optional<double> error_ratio;
+  std::optional<double> reference_error;
+  bool meets_strict = false;
+};
+
+// A planned trial the reference did not write (it does not apply to the task, or the reference is
+// not well defined on it): reported, never failed.
+struct SkippedTrial {
+  std::string distribution;
+  std::string reason;
+};
+
+// How the precision contract judged the evaluation (verdict version 2; eval/accuracy.h).
+struct PrecisionOutcome {
+  // "truth" when every floating output of every trial was judged against its float64 truth,
+  // "tolerance" when any fell back to the tolerance rule (then `fallback_reason` says why), "exact"
+  // when the task has integer outputs only; "" for a version-1 verdict.
+  std::string rule;
+  std::string fallback_reason;
+  std::optional<double> worst_error_ratio;  // over every trial (truth rule)
+  // The precision the candidate's outputs met, for a correct candidate: "strict" when every
+  // output met strict whatever the policy, else the policy's name ("tf32", "mixed": a precision
+  // speedup, reported apart). "" when not correct, or in a version-1 verdict.
+  std::string achieved;
 };
 
 // EVAL-PROTOCOL correctness rule 4: a task whose reference cannot tell right from wrong.
@@ -41,6 +78,9 @@ struct DegenerateFlags {
   bool constant = false;
   bool constant_passes = false;
   bool nondeterministic = false;
+  // One line per rule that fired, naming the outputs ("constant: output 0 is the same value in
+  // every trial"); empty in verdicts before version 2.
+  std::vector<std::string> reasons;
   bool any() const {
     return all_zero || mostly_zero || constant || constant_passes || nondeterministic;
   }
@@ -63,6 +103,8 @@ struct Verdict {
   PrecisionPolicy policy = PrecisionPolicy::kStrict;
   Tolerance tolerance;
   std::vector<TrialVerdict> trials;
+  std::vector<SkippedTrial> skipped_trials;
+  PrecisionOutcome precision;
   DegenerateFlags degenerate;
   // Static guardrail findings that did not reject the candidate, one line each ("line 12:
   // [hardcoded-shape] ..."); a rejected candidate's findings are in `diagnostics`.
@@ -123,13 +165,15 @@ struct Verdict {
   std::vector<std::string> load_reasons;
   int retimed = 0;
 
-  std::string ToJson() const;  // one JSON object, documented in docs/verdict.md
+  std::string ToJson() const;  // one JSON object (kVerdictVersion), documented in docs/verdict.md
   std::string ToText() const;  // a few readable lines for the terminal
-  // A stored verdict read back (the inverse of ToJson for what the synthesis loop, its prompts
-  // and the summaries read: status, message, diagnostics, task, target, candidate, precision,
-  // seconds, degenerate flags, every timing and baseline with its error, the speedups, the
-  // speed-of-light fraction and the review hold). Trials, work, floor, steps, isolation and
-  // environment stay in the JSON. An unreadable document gives an infra_error verdict that says so.
+  // A stored verdict of any version up to kVerdictVersion read back (the inverse of ToJson for
+  // what the synthesis loop, its prompts and the summaries read: status, message, diagnostics,
+  // task, target, candidate, precision and its outcome, trials, skipped trials, seconds,
+  // degenerate flags, every timing and baseline with its error, the speedups, the speed-of-light
+  // fraction and the review hold); fields a version lacks keep their defaults. Work, floor,
+  // steps, isolation and environment stay in the JSON. An unreadable document gives an
+  // infra_error verdict that says so.
   static Verdict FromJson(const std::string& text);
 };
 

@@ -94,6 +94,10 @@ struct TaskOutcome {
   // The task's best candidate (store/ranking.h); empty when none is correct.
   std::string best_id;
   std::optional<double> best_sol_fraction;
+  // The precision the best candidate's outputs met (verdict version 2): "strict", or the policy
+  // ("tf32", "mixed") when its speedup came from lower precision, kept apart from same-precision
+  // results; "" when unknown (version 1) or none is correct.
+  std::string best_achieved_precision;
   std::optional<double> arithmetic_intensity;
   std::vector<HeldCandidate> held;
   // The speedup against eager of the best candidate as it stood after each iteration 0..max

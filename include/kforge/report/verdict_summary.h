@@ -35,6 +35,12 @@ struct VerdictSummary {
   std::string policy;
   std::optional<double> atol;
   std::optional<double> rtol;
+  // Verdict version 2 (empty / nullopt in version 1): how the precision contract judged
+  // ("truth", "tolerance", "exact"), the worst error ratio, and the precision a correct
+  // candidate's outputs met ("strict", "tf32", "mixed").
+  std::string precision_rule;
+  std::optional<double> worst_error_ratio;
+  std::string achieved_precision;
   bool degenerate = false;
   std::string degenerate_flags;  // "all_zero, constant" — the flags that were set
   int guardrail_flags = 0;

@@ -171,8 +171,17 @@ void CheckCRules(const std::vector<Token>& t, bool embedded_in_module, Findings&
         StartsWith(leaf, "vload_half") || StartsWith(leaf, "vstore_half") ||
         StartsWith(leaf, "vloada_half") || StartsWith(leaf, "vstorea_half") || leaf == "__hfma" ||
         leaf == "__hmul" || leaf == "__hadd" || leaf == "__hfma2" || leaf == "__hmul2" ||
-        leaf == "__hadd2") {
+        leaf == "__hadd2" ||
+        // F16C / AVX-512 conversions to and from binary16 (no half type named).
+        leaf == "_cvtss_sh" || leaf == "_cvtsh_ss" || leaf.find("cvtps_ph") != std::string_view::npos ||
+        leaf.find("cvtph_ps") != std::string_view::npos) {
       Downcast(findings, Precision::kHalf, line, shown);
+    }
+    // A float type narrowed by GCC's machine mode attribute: mode(HF) is binary16, BF bfloat16.
+    if ((c == "mode" || c == "__mode__") && NextIs(t, i, "(") && i + 2 < t.size() &&
+        (t[i + 2].text == "HF" || t[i + 2].text == "__HF__" || t[i + 2].text == "BF" ||
+         t[i + 2].text == "__BF__")) {
+      Downcast(findings, Precision::kHalf, line, fmt::format("{}({})", c, t[i + 2].text));
     }
     if (leaf == "tf32" || c.find("float_to_tf32") != std::string::npos ||
         c.find("TF32") != std::string::npos) {

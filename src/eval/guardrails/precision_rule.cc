@@ -23,29 +23,28 @@ std::string_view PrecisionText(Precision p) {
 std::string_view PolicyText(PrecisionPolicy policy) {
   switch (policy) {
     case PrecisionPolicy::kStrict:
-      return "strict: fp32 arithmetic, checked at 1e-4";
+      return "strict: the error must stay within 64x the fp32 reference's own against a float64 "
+             "run";
     case PrecisionPolicy::kTf32:
-      return "tf32: fp32 storage, TF32 matrix math allowed, 1e-3";
+      return "tf32: fp32 storage, TF32 matrix math allowed, 1e-3 of the output's magnitude";
     case PrecisionPolicy::kMixed:
-      return "mixed: fp16/bf16/TF32 compute allowed, 1e-2";
+      return "mixed: fp16/bf16/TF32 compute allowed, 1e-2 of the output's magnitude";
   }
   return "";
 }
 
 }  // namespace
 
-void Downcast(Findings& findings, Precision p, int line, std::string found, bool implicit) {
+void Downcast(Findings& findings, Precision p, int line, std::string found) {
   const GuardrailOptions& options = findings.options();
   if (p == Precision::kHalf && options.task_low_precision) return;
   const std::string detail = fmt::format("(uses {}; the task's policy is {})", PrecisionText(p),
                                          PolicyText(options.policy));
+  // A flag under every policy: the precision contract (eval/accuracy.h) measures the outputs'
+  // accuracy and settles it, so split precision (3xTF32, bf16x6) that meets strict passes.
   switch (options.policy) {
     case PrecisionPolicy::kStrict:
-      if (implicit) {
-        findings.Flag("precision-downcast", line, std::move(found), detail);
-      } else {
-        findings.Reject("precision-downcast", line, std::move(found), detail);
-      }
+      findings.Flag("precision-downcast", line, std::move(found), detail);
       return;
     case PrecisionPolicy::kTf32:
       if (p != Precision::kTf32)

@@ -14,10 +14,11 @@ namespace kforge::guardrails {
 // The lower precisions the rules recognise.
 enum class Precision { kTf32, kHalf, kFp8 };
 
-// A lower precision than fp32 at `line` (`found`: the code): rejected under strict; under
-// tf32/mixed flagged only beyond what the policy allows; fp16/bf16 are no downcast when the task
-// itself computes in them. `implicit`: a default (Triton's tl.dot on fp32), flagged only.
-void Downcast(Findings& findings, Precision p, int line, std::string found, bool implicit = false);
+// A lower precision than fp32 at `line` (`found`: the code): flagged, never rejected (the
+// accuracy check against the float64 truth settles it): under strict always, under tf32/mixed
+// only beyond what the policy allows; fp16/bf16 are no downcast when the task itself computes in
+// them (a default, such as Triton's tl.dot on fp32 inputs, is flagged the same way).
+void Downcast(Findings& findings, Precision p, int line, std::string found);
 
 }  // namespace kforge::guardrails
 

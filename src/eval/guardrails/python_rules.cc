@@ -343,8 +343,7 @@ void CheckPythonRules(const std::vector<Token>& t, const StaticRuleSet& rules, C
         explicit_precision |= t[k].text == "input_precision" || t[k].text == "allow_tf32";
       }
       if (!explicit_precision) {
-        Downcast(findings, Precision::kTf32, line, tok.text + "(...) without input_precision",
-                 true);
+        Downcast(findings, Precision::kTf32, line, tok.text + "(...) without input_precision");
       }
     }
 

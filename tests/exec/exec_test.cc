@@ -133,11 +133,11 @@ TEST(RetimeUnderLoad, AFlaggedTimingIsTakenOnceMore) {
 
   calls = 0;
   auto always_flagged = [&] {
-    Verdict v;
-    v.status = EvalStatus::kCorrect;
-    v.timed_under_load = true;
+    Verdict made;
+    made.status = EvalStatus::kCorrect;
+    made.timed_under_load = true;
     ++calls;
-    return v;
+    return made;
   };
   v = RetimeUnderLoad(always_flagged);
   EXPECT_EQ(calls, 2) << "re-timed once, not until quiet";
@@ -145,21 +145,21 @@ TEST(RetimeUnderLoad, AFlaggedTimingIsTakenOnceMore) {
 
   calls = 0;
   auto quiet = [&] {
-    Verdict v;
-    v.status = EvalStatus::kCorrect;
+    Verdict made;
+    made.status = EvalStatus::kCorrect;
     ++calls;
-    return v;
+    return made;
   };
   EXPECT_EQ(RetimeUnderLoad(quiet).retimed, 0);
   EXPECT_EQ(calls, 1);
 
   calls = 0;
   auto wrong_under_load = [&] {
-    Verdict v;
-    v.status = EvalStatus::kMismatch;
-    v.timed_under_load = true;
+    Verdict made;
+    made.status = EvalStatus::kMismatch;
+    made.timed_under_load = true;
     ++calls;
-    return v;
+    return made;
   };
   RetimeUnderLoad(wrong_under_load);
   EXPECT_EQ(calls, 1) << "only a correct candidate's timing counts";

@@ -259,3 +259,21 @@ def test_opencl_build_failure_is_a_compile_error(tmp_path):
         assert reply["status"] == "compile_error" and "undefined_name" in reply["diagnostics"]
     finally:
         assert parent.close() == 0, parent.log()
+
+
+def test_every_reply_echoes_its_commands_id(tmp_path, relu_task):
+    """The parent ties each reply to its command by ``id`` (runner/HARNESS.md "Ids"): the reply to
+    a good command, to a parent mistake and to a command that fails all carry it."""
+    parent = _parent(tmp_path)
+    try:
+        hello = parent.send("hello", arena_bytes=parent.arena_bytes, device="cpu", protocol=2,
+                            id=41)
+        assert hello["ok"] and hello["id"] == 41
+        early = parent.send("call", inputs=[], outputs=[], inputs_after=[], id=42)
+        assert not early["ok"] and early["status"] == "infra_error" and early["id"] == 42
+        unknown = parent.send("dance", id=43)
+        assert not unknown["ok"] and unknown["id"] == 43
+        no_id = parent.send("sample", set=0, mode="cpu")
+        assert "id" not in no_id
+    finally:
+        assert parent.close() == 0, parent.log()

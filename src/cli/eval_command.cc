@@ -13,6 +13,8 @@
 
 #include "kforge/app/setup.h"
 #include "kforge/core/files.h"
+#include "kforge/eval/compile_service.h"
+#include "kforge/eval/device_time_check.h"
 #include "kforge/eval/evaluator.h"
 #include "kforge/store/run_store.h"
 #include "kforge/target/backend.h"
@@ -45,6 +47,7 @@ struct EvalArgs {
   bool baselines = false;
   bool max_autotune = false;
   double time_max_seconds = 15;
+  bool device_time_check = false;
 };
 
 // Exit codes, stated in --help.
@@ -209,6 +212,13 @@ int RunEval(const EvalArgs& args, const std::string& command_line) {
     evaluator.set_prepare_next(i + 1 < args.candidates.size());
     if (i > 0 && args.candidates.size() > 1 && !args.json) fmt::print("\n");
     Verdict verdict = evaluator.Evaluate(*task, *backend, args.candidates[i]);
+    // A timed correct result checked out of process before it is reported (docs/trust.md).
+    if (args.device_time_check && verdict.status == EvalStatus::kCorrect && verdict.timing) {
+      const DeviceTimeCheck check = CheckDeviceTime((*root)->compiler(), *task, *backend,
+                                                    args.candidates[i], verdict.timing->median_s);
+      verdict.device_time_check_json = check.ToJson();
+      if (!args.json) fmt::print("{}\n", check.Describe());
+    }
     all_correct &= verdict.status == EvalStatus::kCorrect;
     any_infra |= verdict.status == EvalStatus::kInfraError ||
                  verdict.status == EvalStatus::kReferenceError;
@@ -312,6 +322,9 @@ void AddEvalCommand(CLI::App& app) {
                   "With --time: stop sampling after this many seconds whatever the noise")
       ->default_val(15)
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--device-time-check", args->device_time_check,
+                "With --time: time a correct candidate once more under Nsight Compute, in a fresh "
+                "harness process on fresh inputs, and store whether it agrees (docs/trust.md)");
   cmd->add_flag("--keep-work", args->keep_work, "Keep the evaluation's work folder for debugging");
   cmd->add_option("--runs-dir", args->runs_dir, "Where runs are stored")->default_val("kforge-runs");
   cmd->add_flag("--no-store", args->no_store, "Do not store the verdict");

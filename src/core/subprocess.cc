@@ -7,16 +7,17 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+
+#include "bounded_buffer.h"
+#include "child_exec.h"
 
 extern char** environ;
 
@@ -24,137 +25,6 @@ namespace kforge {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Keeps the first and last `limit / 2` bytes of a stream and counts what was cut between them.
-class BoundedBuffer {
- public:
-  explicit BoundedBuffer(std::size_t limit) : limit_(limit) {}
-
-  void Append(const char* data, std::size_t n) {
-    std::size_t half = limit_ / 2;
-    while (n > 0 && head_.size() < half) {
-      head_.push_back(*data++);
-      --n;
-    }
-    tail_.append(data, n);
-    if (tail_.size() > 2 * half) {
-      std::size_t drop = tail_.size() - half;
-      cut_ += drop;
-      tail_.erase(0, drop);
-    }
-  }
-
-  std::string Take() {
-    if (cut_ == 0) return head_ + tail_;
-    return fmt::format("{}\n[... {} bytes cut ...]\n{}", head_, cut_, tail_);
-  }
-
- private:
-  std::size_t limit_;
-  std::string head_;
-  std::string tail_;
-  std::size_t cut_ = 0;
-};
-
-struct Pipe {
-  int read = -1;
-  int write = -1;
-};
-
-Result<Pipe> MakePipe() {
-  std::array<int, 2> fds{};
-  if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
-    return IoError(fmt::format("pipe2 failed: {}", std::strerror(errno)));
-  }
-  return Pipe{fds[0], fds[1]};
-}
-
-void CloseFd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
-void SetLimit(int resource, const std::optional<std::uint64_t>& value) {
-  if (!value) return;
-  rlimit limit{static_cast<rlim_t>(*value), static_cast<rlim_t>(*value)};
-  ::setrlimit(resource, &limit);
-}
-
-// Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(const ProcessSpec& spec, char* const* argv, char* const* envp,
-                            const Pipe& out, const Pipe& err, const Pipe& result, const Pipe& in,
-                            int exec_err_fd) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (in.read >= 0) {
-    ::dup2(in.read, STDIN_FILENO);
-  } else if (devnull >= 0) {
-    ::dup2(devnull, STDIN_FILENO);
-  }
-  ::dup2(out.write, STDOUT_FILENO);
-  ::dup2(err.write, STDERR_FILENO);
-  if (result.write >= 0) {
-    ::dup2(result.write, kResultFd);
-  } else {
-    ::dup2(devnull, kResultFd);  // keep fd 3 taken so nothing mistakes a later file for it
-  }
-  // exec_err_fd is close-on-exec; move it above kResultFd so dup2 above cannot clobber it.
-  ::close_range(kResultFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
-  SetLimit(RLIMIT_AS, spec.limits.address_space_bytes);
-  SetLimit(RLIMIT_CPU, spec.limits.cpu_seconds);
-  SetLimit(RLIMIT_NPROC, spec.limits.processes);
-  SetLimit(RLIMIT_FSIZE, spec.limits.file_size_bytes);
-  SetLimit(RLIMIT_NOFILE, spec.limits.open_files);
-  if (spec.gid) {
-    ::setgroups(0, nullptr);
-    if (::setgid(*spec.gid) != 0) goto fail;
-  }
-  if (spec.uid && ::setuid(*spec.uid) != 0) goto fail;
-  if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) goto fail;
-  ::execvpe(argv[0], argv, envp);
-fail:
-  int code = errno;
-  ssize_t ignored = ::write(exec_err_fd, &code, sizeof(code));
-  (void)ignored;
-  ::_exit(127);
-}
-
-// What `folder` holds: allocated bytes of its files (st_blocks, so sparse files count what they
-// use) and its number of entries. Unreadable subfolders are skipped (KForge's user reads them
-// when it is root; otherwise the child's own permissions keep it out of what it wrote there).
-struct FolderUse {
-  std::uint64_t bytes = 0;
-  std::uint64_t entries = 0;
-};
-
-FolderUse MeasureFolder(const std::filesystem::path& folder, std::uint64_t max_entries) {
-  FolderUse use;
-  std::error_code ec;
-  auto it = std::filesystem::recursive_directory_iterator(
-      folder, std::filesystem::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    struct stat st{};
-    if (::lstat(it->path().c_str(), &st) == 0) {
-      use.bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
-    }
-    if (++use.entries > max_entries) break;
-  }
-  return use;
-}
-
-std::string Size(std::uint64_t bytes) {
-  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
-  return mib >= 1024 ? fmt::format("{:.2f} GiB", mib / 1024) : fmt::format("{:.1f} MiB", mib);
-}
-
-void KillGroup(pid_t pgid) {
-  // Repeat: a fork bomb can add members between two kills.
-  for (int i = 0; i < 20; ++i) {
-    if (::kill(-pgid, SIGKILL) != 0 && errno == ESRCH) return;
-    ::usleep(1000);
-  }
-}
 
 }  // namespace
 
@@ -195,17 +65,11 @@ std::string FindProgram(std::string_view name) {
 Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) {
   if (spec.argv.empty()) return InvalidArgument("RunProcess: empty argv");
 
-  // Everything the child needs is prepared before fork (no allocation after fork).
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  if (spec.env.empty()) {
-    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  } else {
-    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  if (!spec.inherit_fds.empty()) {
+    return InvalidArgument("RunProcess: inherit_fds is for ChildProcess");
   }
-  envp.push_back(nullptr);
+  // Everything the child needs is prepared before fork (no allocation after fork).
+  const PreparedExec exec = PrepareExec(spec);
 
   auto out = MakePipe();
   auto err = MakePipe();
@@ -232,6 +96,12 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
     CloseFd(in.write);
   }
 
+  ChildDescriptors descriptors{.stdin_fd = in.read,
+                               .stdout_fd = out->write,
+                               .stderr_fd = err->write,
+                               .from_fd3 = {},
+                               .exec_error_fd = exec_err->write};
+  if (result.write >= 0) descriptors.from_fd3.push_back(result.write);
   ProcessResult res;
   auto start = Clock::now();
   pid_t pid = ::fork();
@@ -239,7 +109,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
     CloseFd(in.read);
     return IoError(fmt::format("fork failed: {}", std::strerror(errno)));
   }
-  if (pid == 0) ExecChild(spec, argv.data(), envp.data(), *out, *err, result, in, exec_err->write);
+  if (pid == 0) ExecChild(spec, exec, descriptors);
   CloseFd(in.read);
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins the race
   res.state = ProcessState::kRunning;
@@ -279,8 +149,8 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
   const auto deadline = start + spec.timeout;
   bool exited = false;
   bool killed = false;
-  bool over_limit = false;
-  auto next_quota_check = start;
+  bool over_limit = false;  // killed for its folder quota (res.limit_exceeded)
+  FolderQuotaWatch quota(spec.folder_quota, start);
   int wait_status = 0;
   rusage usage{};
   Clock::time_point exited_at{};
@@ -310,22 +180,9 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec, std::stop_token stop) 
       KillGroup(pid);
       killed = true;
     }
-    if (!exited && !killed && !over_limit && spec.folder_quota && now >= next_quota_check) {
-      const FolderQuota& quota = *spec.folder_quota;
-      const FolderUse use = MeasureFolder(quota.folder, quota.max_entries);
-      const auto walked = Clock::now();
-      // A slow walk (many files) is repeated less often: at most a tenth of the time walking.
-      next_quota_check = walked + std::max<Clock::duration>(std::chrono::milliseconds(100),
-                                                            (walked - now) * 10);
-      const std::uint64_t max_bytes = quota.max_bytes.load();
-      if ((max_bytes > 0 && use.bytes > max_bytes) || use.entries > quota.max_entries) {
-        res.limit_exceeded =
-            use.entries > quota.max_entries
-                ? fmt::format("the scratch folder {} held more than {} files and folders, its "
-                              "limit",
-                              quota.folder.string(), quota.max_entries)
-                : fmt::format("the scratch folder {} held {}, more than its quota of {}",
-                              quota.folder.string(), Size(use.bytes), Size(max_bytes));
+    if (!exited && !killed && !over_limit) {
+      if (std::string over = quota.Poll(now); !over.empty()) {
+        res.limit_exceeded = std::move(over);
         KillGroup(pid);
         over_limit = true;
       }

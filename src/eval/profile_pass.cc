@@ -39,6 +39,8 @@ Result<ProfilePassResult> RunProfilePass(CompileService& compiler, const EvalOpt
                     .process_limit = options.process_limit,
                     .keep = options.keep_work_dir,
                     .max_wait = std::chrono::seconds(1800),
+                    .harness = {},
+                    .warm_candidate = true,  // profiled in the Python runner's profile phase
                     .sandbox = options.sandbox};
   auto slot = WorkSlot::Prepare(config);
   if (!slot) return std::unexpected(slot.error());

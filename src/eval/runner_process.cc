@@ -21,8 +21,9 @@ using namespace file_modes;  // NOLINT(google-build-using-namespace): the modes 
 
 namespace fs = std::filesystem;
 
-// The runner's environment: an allow-list, so that API keys and the like never reach candidates.
-std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs::path& scratch) {
+// Variables a child may inherit: an allow-list, so that API keys and the like never reach
+// candidates.
+std::vector<std::string> PassedThrough() {
   std::vector<std::string> env;
   static const char* kPassThrough[] = {"PATH",
                                        "LD_LIBRARY_PATH",
@@ -43,6 +44,12 @@ std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs:
   for (const char* name : kPassThrough) {
     if (const char* value = std::getenv(name)) env.push_back(fmt::format("{}={}", name, value));
   }
+  return env;
+}
+
+// The runner's environment: the allow-list, the runner's paths and Python's settings.
+std::vector<std::string> RunnerEnvironment(const fs::path& runner_dir, const fs::path& scratch) {
+  std::vector<std::string> env = PassedThrough();
   // ICD loaders differ: some read OCL_ICD_FILENAMES, others (the one in pyopencl's wheels) only
   // a vendors folder. Offer the host's list both ways.
   const char* filenames = std::getenv("OCL_ICD_FILENAMES");
@@ -91,6 +98,13 @@ std::string FreshSeal() {
 }
 
 }  // namespace
+
+std::vector<std::string> HarnessEnvironment(const fs::path& scratch) {
+  std::vector<std::string> env = PassedThrough();
+  env.push_back("HOME=" + scratch.string());
+  env.push_back("TMPDIR=" + scratch.string());
+  return env;
+}
 
 fs::path InterpreterHome(const fs::path& python) {
   const fs::path dir = python.parent_path();

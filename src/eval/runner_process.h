@@ -25,6 +25,11 @@ using SteadyClock = std::chrono::steady_clock;
 // folder to put on PYTHONPATH.
 Result<std::filesystem::path> InstallRunner(const std::filesystem::path& work_root);
 
+// The environment of a native harness (runner/HARNESS.md): the runner's allow-list of variables
+// (paths, device selection, OpenCL and OpenMP settings; never API keys), HOME and TMPDIR at its
+// scratch folder.
+std::vector<std::string> HarnessEnvironment(const std::filesystem::path& scratch);
+
 // Folders of $KFORGE_RUNNER_PYTHONPATH (extra site packages for the runner, e.g. carried wheels):
 // they go on the runner's PYTHONPATH and are shown read-only inside the sandbox.
 std::vector<std::filesystem::path> ExtraRunnerPythonPath();

@@ -62,6 +62,8 @@ Result<TensorFile> ParseEntry(const json& e, const fs::path& dir, int trial, boo
   if (contained) KFORGE_RETURN_IF_ERROR(CheckContained(e["file"].get<std::string>(), t.file, dir));
   t.dtype = e["dtype"].get<std::string>();
   t.shape = e["shape"].get<std::vector<std::int64_t>>();
+  if (e.contains("scalar") && e["scalar"].is_string()) t.scalar = e["scalar"].get<std::string>();
+  if (e.contains("key") && e["key"].is_string()) t.key = e["key"].get<std::string>();
   return t;
 }
 
@@ -345,6 +347,11 @@ Result<ReferenceResult> ParseReferenceResult(std::string_view text, const fs::pa
       work.min_bytes = w.value("min_bytes", 0.0);
       if (w.contains("dtype") && w["dtype"].is_string()) work.dtype = w["dtype"].get<std::string>();
       r.work = work;
+    }
+    if (doc->contains("state") && (*doc)["state"].is_array()) {
+      auto state = ParseEntries((*doc)["state"], inputs_dir / "state", -1);
+      if (!state) return std::unexpected(state.error());
+      r.state = std::move(*state);
     }
     for (const auto& t : doc->value("trials", json::array())) {
       auto trial = ParseReferenceTrial(t, inputs_dir, outputs_dir, "trial");

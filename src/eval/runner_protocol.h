@@ -75,6 +75,9 @@ struct ReferenceResult {
   std::string status;  // ok, reference_error, infra_error
   std::string diagnostics;
   std::vector<ReferenceTrial> trials;
+  // The reference Model's state_dict tensors, in order (inputs_dir/state): native candidates get
+  // them after the task inputs.
+  std::vector<TensorFile> state;
   std::vector<ReferenceTrial> timing_sets;  // purpose "timing": files under timing_J
   std::vector<SkippedTrial> skipped;  // planned trials (not timing sets) it did not write
   bool truth_requested = false;  // the job asked for a truth and the runner answered about it

@@ -144,38 +144,41 @@ int DtypeSize(const std::string& dtype) {
   return 0;
 }
 
-Result<TensorComparison> CompareTensors(const TensorFile& reference, const TensorFile& candidate,
-                                        const Tolerance& tolerance) {
+namespace {
+
+// The rule over a mapped reference and the candidate's bytes (a mapped file or memory).
+Result<TensorComparison> CompareWith(const TensorFile& reference, const std::string& cand_dtype,
+                                     const std::vector<std::int64_t>& cand_shape,
+                                     const char* cand_data, std::size_t cand_size,
+                                     const Tolerance& tolerance) {
   TensorComparison cmp;
-  if (candidate.dtype != reference.dtype) {
-    cmp.problem = fmt::format("{}: dtype {} but the reference is {}", reference.name,
-                              candidate.dtype, reference.dtype);
+  if (cand_dtype != reference.dtype) {
+    cmp.problem = fmt::format("{}: dtype {} but the reference is {}", reference.name, cand_dtype,
+                              reference.dtype);
     return cmp;
   }
-  if (candidate.shape != reference.shape) {
+  if (cand_shape != reference.shape) {
     cmp.problem = fmt::format("{}: shape [{}] but the reference is [{}]", reference.name,
-                              fmt::join(candidate.shape, ", "), fmt::join(reference.shape, ", "));
+                              fmt::join(cand_shape, ", "), fmt::join(reference.shape, ", "));
     return cmp;
   }
   const int size = DtypeSize(reference.dtype);
   if (size == 0) return InvalidArgument(fmt::format("unknown dtype '{}'", reference.dtype));
   MappedFile ref_file;
   if (auto s = ref_file.Open(reference.file); !s) return std::unexpected(s.error());
-  MappedFile cand_file;
-  if (auto s = cand_file.Open(candidate.file); !s) return std::unexpected(s.error());
   const std::int64_t n = reference.numel();
   const auto expected_bytes = static_cast<std::size_t>(n * size);
   if (ref_file.size() != expected_bytes) {
     return Internal(fmt::format("reference file {} has {} bytes, expected {}",
                                 reference.file.string(), ref_file.size(), expected_bytes));
   }
-  if (cand_file.size() != expected_bytes) {
+  if (cand_size != expected_bytes) {
     cmp.problem = fmt::format("{}: the candidate wrote {} bytes, expected {}", reference.name,
-                              cand_file.size(), expected_bytes);
+                              cand_size, expected_bytes);
     return cmp;
   }
   const std::int64_t bad =
-      CompareBuffers(reference.dtype, ref_file.data(), cand_file.data(), n, tolerance, cmp);
+      CompareBuffers(reference.dtype, ref_file.data(), cand_data, n, tolerance, cmp);
   cmp.fraction_bad = n > 0 ? static_cast<double>(bad) / static_cast<double>(n) : 0.0;
   cmp.ok = bad == 0;
   if (!cmp.ok) {
@@ -186,6 +189,28 @@ Result<TensorComparison> CompareTensors(const TensorFile& reference, const Tenso
         cmp.first_bad_index, cmp.first_bad_expected, cmp.first_bad_actual);
   }
   return cmp;
+}
+
+}  // namespace
+
+Result<TensorComparison> CompareTensors(const TensorFile& reference, const TensorFile& candidate,
+                                        const Tolerance& tolerance) {
+  if (candidate.dtype != reference.dtype || candidate.shape != reference.shape) {
+    return CompareWith(reference, candidate.dtype, candidate.shape, nullptr, 0, tolerance);
+  }
+  MappedFile cand_file;
+  if (auto s = cand_file.Open(candidate.file); !s) return std::unexpected(s.error());
+  return CompareWith(reference, candidate.dtype, candidate.shape, cand_file.data(),
+                     cand_file.size(), tolerance);
+}
+
+Result<TensorComparison> CompareTensorToMemory(const TensorFile& reference,
+                                               const std::string& dtype,
+                                               const std::vector<std::int64_t>& shape,
+                                               std::span<const std::byte> candidate,
+                                               const Tolerance& tolerance) {
+  return CompareWith(reference, dtype, shape, reinterpret_cast<const char*>(candidate.data()),
+                     candidate.size(), tolerance);
 }
 
 std::vector<Result<TensorComparison>> CompareTensorPairs(const std::vector<TensorPair>& pairs,

@@ -49,11 +49,18 @@ std::string TimingStats::Describe() const {
 
 std::string TimingStats::SideFigures() const {
   std::string out;
+  if (median_ci_low_s && median_ci_high_s) {
+    out += fmt::format(", median within {}-{} (95 %)", FormatSeconds(*median_ci_low_s),
+                       FormatSeconds(*median_ci_high_s));
+  }
+  if (checked_samples > 0) out += fmt::format(", {} timed samples checked", checked_samples);
   if (sm_clock_mhz) out += fmt::format(", SM {} MHz", *sm_clock_mhz);
   if (discarded > 0) out += fmt::format(", {} throttled samples discarded", discarded);
   if (warm_median_s) out += fmt::format("; warm {}", FormatSeconds(*warm_median_s));
-  if (graph_replay_median_s)
+  if (graph_replay_median_s) {
     out += fmt::format("; graph replay {}", FormatSeconds(*graph_replay_median_s));
+    if (graph_calls > 0) out += fmt::format(" per call of {} in one graph", graph_calls);
+  }
   if (host_sync_median_s)
     out += fmt::format("; host-synchronised {}", FormatSeconds(*host_sync_median_s));
   if (side_stream_suspect) out += " (SUSPECT: work the events did not see)";

@@ -47,6 +47,18 @@ nlohmann::json TimingJson(const std::optional<TimingStats>& t) {
     j["side_stream_suspect"] = t->side_stream_suspect;
     j["cold"] = ParseOrNull(t->cold_json);
   }
+  // Parent-driven timing through a harness (docs/verdict.md "Timing").
+  if (t->median_ci_low_s) j["median_ci_low_s"] = *t->median_ci_low_s;
+  if (t->median_ci_high_s) j["median_ci_high_s"] = *t->median_ci_high_s;
+  if (t->checked_samples > 0) {
+    j["checked_samples"] = t->checked_samples;
+    j["check_seconds"] = t->check_seconds;
+  }
+  if (t->parent_median_s) j["parent_median_s"] = *t->parent_median_s;
+  if (t->graph_calls > 0) j["graph_calls"] = t->graph_calls;
+  if (t->clock != "events-cold" && t->host_sync_median_s) {
+    j["host_sync_median_s"] = *t->host_sync_median_s;
+  }
   return j;
 }
 
@@ -118,6 +130,12 @@ std::optional<TimingStats> TimingFromJson(const nlohmann::json& j) {
   t.host_sync_median_s = NumberOrNull(j, "host_sync_median_s");
   t.side_stream_suspect = j.value("side_stream_suspect", false);
   if (auto cold = j.find("cold"); cold != j.end() && !cold->is_null()) t.cold_json = cold->dump();
+  t.median_ci_low_s = NumberOrNull(j, "median_ci_low_s");
+  t.median_ci_high_s = NumberOrNull(j, "median_ci_high_s");
+  t.checked_samples = j.value("checked_samples", 0);
+  t.check_seconds = j.value("check_seconds", 0.0);
+  t.parent_median_s = NumberOrNull(j, "parent_median_s");
+  t.graph_calls = j.value("graph_calls", 0);
   return t;
 }
 
@@ -200,6 +218,9 @@ Verdict Verdict::FromJson(const std::string& text) {
     v.total_seconds = s->value("total", 0.0);
   }
   v.compile_cache_hit = j.value("compile_cache_hit", false);
+  if (auto d = j.find("device_time_check"); d != j.end() && d->is_object()) {
+    v.device_time_check_json = d->dump();
+  }
   if (auto t = j.find("timing"); t != j.end() && t->is_object()) {
     v.timing = TimingFromJson(t->value("candidate", nlohmann::json()));
     v.timing_error = t->value("candidate_error", "");
@@ -340,6 +361,8 @@ std::string Verdict::ToJson() const {
   } else {
     j["timing"] = nullptr;
   }
+  // The out-of-process device-time check of a promoted result (eval/device_time_check.h).
+  j["device_time_check"] = ParseOrNull(device_time_check_json);
   return j.dump(2);
 }
 

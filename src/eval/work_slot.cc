@@ -60,6 +60,57 @@ Result<RunnerRun> WarmRunner::Run(const std::string& job_json, std::chrono::seco
   return run;
 }
 
+WarmRunner& WorkSlot::candidate() {
+  if (!candidate_) StartCandidateRunner();
+  return *candidate_;
+}
+
+bool WorkSlot::alive() const {
+  if (!reference_->alive()) return false;
+  if (harness_ != nullptr) return !harness_->ended();
+  return candidate_ == nullptr || candidate_->alive();
+}
+
+ResourceLimits WorkSlot::CandidateLimits() const {
+  ResourceLimits limits;
+  if (!config_.uses_accelerator) limits.address_space_bytes = config_.memory_limit_bytes;
+  limits.processes = config_.process_limit;
+  limits.file_size_bytes = 16ull << 30;
+  if (config_.open_files > 0) limits.open_files = config_.open_files;
+  return limits;
+}
+
+std::shared_ptr<FolderQuota> WorkSlot::CandidateQuota() const {
+  if (config_.scratch_quota_bytes == 0) return nullptr;
+  auto quota = std::make_shared<FolderQuota>();
+  quota->folder = cand_dir();
+  quota->max_bytes = config_.scratch_quota_bytes;
+  return quota;
+}
+
+void WorkSlot::StartCandidateRunner() {
+  // The candidate: another user, no network, read-only except its scratch folder, the
+  // reference's outputs hidden.
+  SandboxPolicy cand_policy;
+  cand_policy.scratch_dir = cand_dir();
+  cand_policy.visible_paths = {config_.work_root};
+  cand_policy.hidden_paths = {outputs_dir()};
+  cand_policy.tmp_bytes = config_.tmp_bytes;
+  cand_policy.shm_bytes = config_.shm_bytes;
+  const auto far = SteadyClock::now() + config_.max_wait;
+  candidate_ = std::make_unique<WarmRunner>(
+      RunnerLaunch{.job_file = work() / "candidate-job.json",
+                   .job_json = "",
+                   .preload = config_.device,
+                   .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
+                   .timeout = std::chrono::seconds(0),
+                   .wrapper = {},
+                   .sandbox = config_.sandbox,
+                   .scratch_quota = CandidateQuota(),
+                   .pid = std::make_shared<std::atomic<pid_t>>(0)},
+      config_.runner_dir, cand_dir(), cand_policy, CandidateLimits());
+}
+
 WorkSlot::WorkSlot(SlotConfig config, fs::path work)
     : config_(std::move(config)), work_(std::move(work)) {}
 
@@ -95,14 +146,15 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
   }
   std::unique_ptr<WorkSlot> slot(new WorkSlot(config, fs::path(tmpl)));
   fs::permissions(slot->work(), kTraversable, ec);
-  for (const auto& dir :
-       {slot->ref_dir(), slot->inputs_dir(), slot->outputs_dir(), slot->cand_dir()}) {
+  for (const auto& dir : {slot->ref_dir(), slot->inputs_dir(), slot->outputs_dir(),
+                          slot->cand_dir(), slot->bin_dir()}) {
     fs::create_directories(dir, ec);
     if (ec) return IoError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
   }
   fs::permissions(slot->ref_dir(), kTraversable, ec);
   fs::permissions(slot->inputs_dir(), kReadable, ec);
   fs::permissions(slot->outputs_dir(), fs::perms::owner_all, ec);
+  fs::permissions(slot->bin_dir(), kReadable, ec);
   if (::geteuid() == 0 &&
       ::chown(slot->cand_dir().c_str(), kUnprivilegedUid, kUnprivilegedUid) != 0) {
     return IoError("cannot hand the scratch folder to user nobody");
@@ -111,7 +163,8 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
 
   const auto far = SteadyClock::now() + config.max_wait;
   // The reference is the task's own code: it runs as KForge's user (it writes the outputs only
-  // that user may read), sandboxed, with ref/ as its one writable folder.
+  // that user may read), sandboxed, with ref/ as its one writable folder. Its job (the seeds)
+  // lies in ref/ too, which no harness sees.
   SandboxPolicy ref_policy;
   ref_policy.scratch_dir = slot->ref_dir();
   ref_policy.drop_privileges = false;
@@ -119,7 +172,7 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
   ResourceLimits ref_limits;
   if (!config.uses_accelerator) ref_limits.address_space_bytes = config.memory_limit_bytes;
   slot->reference_ = std::make_unique<WarmRunner>(
-      RunnerLaunch{.job_file = slot->work() / "reference-job.json",
+      RunnerLaunch{.job_file = slot->ref_dir() / "reference-job.json",
                    .job_json = "",
                    .preload = config.device,
                    .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
@@ -130,41 +183,37 @@ Result<std::unique_ptr<WorkSlot>> WorkSlot::Prepare(const SlotConfig& config) {
                    .pid = std::make_shared<std::atomic<pid_t>>(0)},
       config.runner_dir, slot->ref_dir(), ref_policy, ref_limits);
 
-  // The candidate: another user, no network, read-only except its scratch folder, the
-  // reference's outputs hidden.
-  SandboxPolicy cand_policy;
-  cand_policy.scratch_dir = slot->cand_dir();
-  cand_policy.visible_paths = {config.work_root};
-  cand_policy.hidden_paths = {slot->outputs_dir()};
-  cand_policy.tmp_bytes = config.tmp_bytes;
-  cand_policy.shm_bytes = config.shm_bytes;
-  ResourceLimits cand_limits;
-  if (!config.uses_accelerator) cand_limits.address_space_bytes = config.memory_limit_bytes;
-  cand_limits.processes = config.process_limit;
-  cand_limits.file_size_bytes = 16ull << 30;
-  if (config.open_files > 0) cand_limits.open_files = config.open_files;
-  std::shared_ptr<FolderQuota> quota;
-  if (config.scratch_quota_bytes > 0) {
-    quota = std::make_shared<FolderQuota>();
-    quota->folder = slot->cand_dir();
-    quota->max_bytes = config.scratch_quota_bytes;
+  if (!config.warm_candidate) return slot;
+  if (config.harness.empty()) {
+    slot->StartCandidateRunner();
+    return slot;
   }
-  slot->candidate_ = std::make_unique<WarmRunner>(
-      RunnerLaunch{.job_file = slot->work() / "candidate-job.json",
-                   .job_json = "",
-                   .preload = config.device,
-                   .deadline = std::make_shared<std::atomic<std::int64_t>>(SteadyNanos(far)),
-                   .timeout = std::chrono::seconds(0),
-                   .wrapper = {},
-                   .sandbox = config.sandbox,
-                   .scratch_quota = quota,
-                   .pid = std::make_shared<std::atomic<pid_t>>(0)},
-      config.runner_dir, slot->cand_dir(), cand_policy, cand_limits);
+  // The native harness: another user, no network, read-only except its scratch folder; of the
+  // slot it sees only bin/ (the candidate's shared object) and its scratch; ref/ is hidden.
+  HarnessLaunch launch;
+  launch.argv = {config.harness.string()};
+  launch.env = HarnessEnvironment(slot->cand_dir());
+  launch.policy.scratch_dir = slot->cand_dir();
+  launch.policy.visible_paths = {slot->bin_dir()};
+  launch.policy.hidden_paths = {slot->ref_dir()};
+  launch.policy.tmp_bytes = config.tmp_bytes;
+  launch.policy.shm_bytes = config.shm_bytes;
+  launch.limits = slot->CandidateLimits();
+  // Outputs cross the arena, not the scratch folder: the candidate's share is the whole quota.
+  launch.folder_quota = slot->CandidateQuota();
+  launch.max_wait = config.max_wait;
+  launch.sandbox = config.sandbox;
+  auto harness = HarnessSession::Start(launch);
+  if (harness) {
+    slot->harness_ = std::move(*harness);
+  } else {
+    slot->harness_error_ = harness.error().message;
+  }
   return slot;
 }
 
 void WorkSlot::AllowCandidateOutputs(std::uint64_t bytes) {
-  if (FolderQuota* quota = candidate_->scratch_quota()) {
+  if (FolderQuota* quota = candidate().scratch_quota()) {
     quota->max_bytes = config_.scratch_quota_bytes + bytes;
   }
 }

@@ -1,14 +1,21 @@
-// A work slot: one evaluation's private folder and its two runner processes (reference and
-// candidate), started warm before their jobs exist. Preparing the next slot while the current
-// evaluation runs takes Python's and the device's start-up off the next evaluation's clock.
-// Internal to src/eval.
+// A work slot: one evaluation's private folder, its reference runner and its candidate's process,
+// started warm before their jobs exist. Preparing the next slot while the current evaluation runs
+// takes Python's and the device's start-up off the next evaluation's clock. Internal to src/eval.
 //
 // Folder layout (permissions matter: the candidate runs as another user where KForge is root):
-//   work/            0711  task.py, candidate.*, candidate.so, job files
-//   work/ref/        0711  the reference runner's writable folder
-//   work/ref/inputs  0755  inputs and state, read by the candidate phase
+//   work/            0711  task.py, candidate.* (the source), the legacy candidate job
+//   work/ref/        0711  the reference runner's writable folder and its job (the seeds)
+//   work/ref/inputs  0755  inputs and state (read by the parent; by the legacy candidate phase)
 //   work/ref/outputs 0700  reference outputs: never readable by, and hidden from, the candidate
+//   work/bin/        0755  candidate.so: the one folder of the slot a harness is shown
 //   work/cand/       0700  the candidate's scratch folder, owned by the candidate's user
+//
+// Native candidates run in a harness (SlotConfig::harness, runner/HARNESS.md) that sees only
+// work/bin and work/cand: work/ref is hidden from its sandbox (an empty folder), so neither the
+// trials' inputs before their turn, nor the outputs, nor the job with the seeds can be read.
+// The Python candidate runner (opencl and module candidates, runner/PROTOCOL.md) is started warm
+// when the slot has no harness, and on first use otherwise (a KernelBench `.py` on a native
+// target).
 //
 // Thread-safety: a slot is used by one evaluation at a time.
 #ifndef KFORGE_SRC_EVAL_WORK_SLOT_H_
@@ -23,6 +30,7 @@
 #include <string>
 
 #include "kforge/core/error.h"
+#include "kforge/eval/harness_session.h"
 #include "runner_process.h"
 
 namespace kforge {
@@ -41,6 +49,12 @@ struct SlotConfig {
   std::uint64_t open_files = 0;
   bool keep = false;           // keep the folder after the evaluation
   std::chrono::seconds max_wait{1800};  // how long a warm runner waits for its job
+  // The native harness binary (eval/harness_binary.h) for this backend's native candidates;
+  // empty: the slot has no harness.
+  std::filesystem::path harness;
+  // Start the candidate's process warm (the harness, or the Python candidate runner); false: the
+  // caller starts its own (the device-time check wraps a fresh harness in a profiler).
+  bool warm_candidate = true;
   std::shared_ptr<const Sandbox> sandbox;  // the runners' sandbox; null: DefaultSandbox()
 
   bool operator==(const SlotConfig&) const = default;
@@ -91,10 +105,19 @@ class WorkSlot {
   std::filesystem::path inputs_dir() const { return work_ / "ref" / "inputs"; }
   std::filesystem::path outputs_dir() const { return work_ / "ref" / "outputs"; }
   std::filesystem::path cand_dir() const { return work_ / "cand"; }
+  std::filesystem::path bin_dir() const { return work_ / "bin"; }
 
   WarmRunner& reference() { return *reference_; }
-  WarmRunner& candidate() { return *candidate_; }
-  bool alive() const { return reference_->alive() && candidate_->alive(); }
+  // The Python candidate runner (started now if it was not started warm).
+  WarmRunner& candidate();
+  // The Python candidate runner's pid while it runs; 0 when it was not started or has ended.
+  pid_t candidate_pid() const { return candidate_ ? candidate_->pid() : 0; }
+  // The harness session, started warm (null when the slot has none, or it could not start:
+  // harness_error() says why). The evaluation takes it over; a slot's harness serves one
+  // evaluation.
+  std::unique_ptr<HarnessSession> TakeHarness() { return std::move(harness_); }
+  const std::string& harness_error() const { return harness_error_; }
+  bool alive() const;
 
   // Makes the reference's inputs readable by the candidate and its outputs private again (the
   // reference runs as KForge's user with the usual umask).
@@ -109,8 +132,16 @@ class WorkSlot {
 
   SlotConfig config_;
   std::filesystem::path work_;
+  // The candidate runner's launch, kept for a start on first use.
+  void StartCandidateRunner();
+  // The candidate's process limits and scratch quota (its runner's or its harness's).
+  ResourceLimits CandidateLimits() const;
+  std::shared_ptr<FolderQuota> CandidateQuota() const;
+
   std::unique_ptr<WarmRunner> reference_;
   std::unique_ptr<WarmRunner> candidate_;
+  std::unique_ptr<HarnessSession> harness_;
+  std::string harness_error_;
 };
 
 }  // namespace kforge

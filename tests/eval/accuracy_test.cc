@@ -278,8 +278,12 @@ TEST(AccuracyTest, JudgeOutputFilesMapsFiles) {
     std::ofstream out(dir / (name + ".bin"), std::ios::binary);
     out.write(reinterpret_cast<const char*>(values.data()),
               static_cast<std::streamsize>(values.size() * sizeof(values[0])));
-    return TensorFile{name, dir / (name + ".bin"), dtype,
-                      {static_cast<std::int64_t>(values.size())}};
+    TensorFile t;
+    t.name = name;
+    t.file = dir / (name + ".bin");
+    t.dtype = dtype;
+    t.shape = {static_cast<std::int64_t>(values.size())};
+    return t;
   };
   const auto ref = write("output_0", std::vector<float>{1, 2, 3}, "float32");
   const auto truth = write("truth_0", std::vector<double>{1, 2, 3}, "float64");

@@ -46,13 +46,14 @@ std::vector<FixtureCase> LoadFixtureCases(const std::vector<std::string>& wheres
     c.policy = t["policy"].value_or(std::string());
     c.rule = t["rule"].value_or(std::string());
     c.reason = t["reason"].value_or(std::string());
+    c.time = t["time"].value_or(false);
     c.failing_trial = t["failing_trial"].value_or(std::string());
     if (auto d = t["degenerate"].value<bool>()) c.degenerate = *d;
     if (std::find(wheres.begin(), wheres.end(), c.where) == wheres.end()) continue;
     std::string stem = std::filesystem::path(c.candidate).filename().string();
     c.name = std::string(redteam ? "redteam_" : accuracy ? "accuracy_" : "") + c.task + "_" +
              stem + "_" + c.target + (c.guardrails ? "" : "_noguard") +
-             (c.policy.empty() ? "" : "_" + c.policy);
+             (c.policy.empty() ? "" : "_" + c.policy) + (c.time ? "_timed" : "");
     std::replace_if(c.name.begin(), c.name.end(), [](char ch) { return !std::isalnum(ch); }, '_');
     cases.push_back(std::move(c));
   }

@@ -26,6 +26,7 @@ struct FixtureCase {
   std::string policy;      // forced precision policy, or empty
   std::string rule;        // static guardrail rule id the verdict must name
   std::string reason;      // text the verdict's message or diagnostics must contain
+  bool time = false;       // the evaluation times the candidate (EvalOptions::time)
   // The precision and shortcut manifest's fields (tests/fixtures/accuracy/accuracy.toml).
   std::string failing_trial;        // a failed trial must have this distribution
   std::optional<bool> degenerate;   // the verdict must (not) flag the task degenerate

@@ -47,8 +47,14 @@ bool TestsContainment(const FixtureCase& c) {
          c.expect == "sandbox_violation" || c.expect == "resource_limit";
 }
 
-EvalOptions TestOptions(bool static_guardrails = true, const std::string& policy = "") {
+EvalOptions TestOptions(bool static_guardrails = true, const std::string& policy = "",
+                        bool time = false) {
   EvalOptions options;
+  // Timed cases: the timing checks are under test, not the precision of the figure; a short cap
+  // keeps CI fast on a busy machine.
+  options.time = time;
+  options.timing.max_seconds = 3;
+  options.timing.warmup_seconds = 0.05;
   if (!policy.empty()) {
     auto parsed = ParsePrecisionPolicy(policy);
     if (parsed) options.policy = *parsed;
@@ -74,7 +80,8 @@ TEST_P(FixtureTest, VerdictIsTheExpectedOne) {
   auto backend = NewBackend(*Target::Parse(c.target));
   CompileService compiler;
   Evaluator evaluator(
-      compiler, TestOptions(/*static_guardrails=*/c.guardrails && !TestsContainment(c), c.policy));
+      compiler, TestOptions(/*static_guardrails=*/c.guardrails && !TestsContainment(c), c.policy,
+                            c.time));
   Verdict v = evaluator.Evaluate(*task, *backend, testing::SourceTree() / c.candidate);
   EXPECT_EQ(EvalStatusName(v.status), c.expect)
       << c.why << "\n" << v.ToText() << "\n" << v.diagnostics;

@@ -31,7 +31,12 @@ class TensorCompareTest : public ::testing::Test {
     out.write(reinterpret_cast<const char*>(values.data()),
               static_cast<std::streamsize>(values.size() * sizeof(T)));
     if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
-    return TensorFile{name, file, dtype, shape};
+    TensorFile t;
+    t.name = name;
+    t.file = file;
+    t.dtype = dtype;
+    t.shape = shape;
+    return t;
   }
   fs::path dir_;
 };
@@ -123,7 +128,11 @@ TEST_F(TensorCompareTest, EveryStoredTypeAndEmptyTensors) {
   ASSERT_TRUE(cmp.has_value());
   EXPECT_TRUE(cmp->ok);
   EXPECT_EQ(cmp->fraction_bad, 0.0);
-  TensorFile missing{"output_0", dir_ / "missing.bin", "float32", {1}};
+  TensorFile missing;
+  missing.name = "output_0";
+  missing.file = dir_ / "missing.bin";
+  missing.dtype = "float32";
+  missing.shape = {1};
   EXPECT_FALSE(CompareTensors(missing, missing, {}).has_value());
 }
 
@@ -139,7 +148,11 @@ TEST_F(TensorCompareTest, PairsAreComparedInTheirOrderOnSeveralThreads) {
   }
   std::vector<TensorPair> pairs;
   for (int i = 0; i < 9; ++i) pairs.push_back({&refs[i], &cands[i]});
-  TensorFile missing{"output_0", dir_ / "missing.bin", "float32", {1000}};
+  TensorFile missing;
+  missing.name = "output_0";
+  missing.file = dir_ / "missing.bin";
+  missing.dtype = "float32";
+  missing.shape = {1000};
   pairs.push_back({&refs[0], &missing});
   for (unsigned threads : {1u, 4u, 0u}) {
     auto results = CompareTensorPairs(pairs, {1e-4, 1e-4}, threads);

@@ -38,8 +38,21 @@ void ExpectStats(const std::optional<TimingStats>& t, const std::string& error,
   EXPECT_GE(t->samples, 10);
   EXPECT_GT(t->median_s, 0);
   EXPECT_LE(t->min_s, t->median_s);
-  EXPECT_TRUE(t->stopped_by == "noise" || t->stopped_by == "timeout" || t->stopped_by == "min")
+  EXPECT_TRUE(t->stopped_by == "noise" || t->stopped_by == "timeout" || t->stopped_by == "min" ||
+              t->stopped_by == "ci")
       << t->stopped_by;
+}
+
+// Parent-driven timing through kforge-harness (native candidates): the median's interval, the
+// checked samples (at least three per timing set) and the parent's own figure are in the stats.
+void ExpectHarnessStats(const TimingStats& t) {
+  EXPECT_TRUE(t.stopped_by == "ci" || t.stopped_by == "timeout") << t.stopped_by;
+  ASSERT_TRUE(t.median_ci_low_s && t.median_ci_high_s);
+  EXPECT_LE(*t.median_ci_low_s, t.median_s);
+  EXPECT_GE(*t.median_ci_high_s, t.median_s);
+  EXPECT_GE(t.checked_samples, 6) << "three per timing set, two sets";
+  EXPECT_GT(t.check_seconds, 0);
+  ASSERT_TRUE(t.parent_median_s) << "the clock check ran";
 }
 
 class TimedEvalTest : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
@@ -57,6 +70,7 @@ TEST_P(TimedEvalTest, CorrectCandidateHasTimingAndEagerBaseline) {
   ASSERT_EQ(v.status, EvalStatus::kCorrect) << v.ToText();
   // The candidate and the eager baseline are timed by one clock on a CPU, OpenCL included.
   ExpectStats(v.timing, v.timing_error, "perf_counter");
+  if (target == "cpu/cpp") ExpectHarnessStats(*v.timing);
   ExpectStats(v.eager_baseline, v.eager_baseline_error, "perf_counter");
   ASSERT_TRUE(v.speedup_vs_eager);
   EXPECT_DOUBLE_EQ(*v.speedup_vs_eager, v.eager_baseline->median_s / v.timing->median_s);

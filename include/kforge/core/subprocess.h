@@ -70,6 +70,12 @@ struct ProcessSpec {
   // PIPE_BUF bytes (written before the child runs, so the write never blocks).
   std::string stdin_data;
   std::size_t max_output_bytes = 256 * 1024;  // per stream; the head and the tail are kept
+  // ChildProcess only: descriptors of the caller placed at 3, 4, ... in the child, in order (at
+  // most 16; not with result_pipe). They survive a sandbox wrapper such as bubblewrap.
+  std::vector<int> inherit_fds;
+  // A cgroup's `cgroup.procs` file the child joins before anything else (empty: none), so that
+  // every process it starts is born inside that cgroup.
+  std::filesystem::path cgroup_procs;
   std::shared_ptr<FolderQuota> folder_quota;   // null: none
   // Set to the child's pid while it runs and to 0 once it has been reaped (for a caller that
   // watches the child, e.g. the load monitor); null: not reported.

@@ -1,12 +1,14 @@
-// Evaluator: compile -> reference -> candidate -> compare, for one candidate of one task on one
-// target, following EVAL-PROTOCOL's correctness rules (runner/PROTOCOL.md for the processes).
+// Evaluator: one candidate of one task on one target, judged by EVAL-PROTOCOL's rules, as a
+// script of named steps (docs/ARCHITECTURE.md "One evaluation, step by step"): guardrails ->
+// slot -> compile -> reference -> trials -> address probe -> compare -> timing -> judge.
 //
-// Each evaluation gets a private work folder (src/eval/work_slot.h): the task source, a copy of the
-// candidate (and its shared object), the reference's inputs (readable by the candidate phase) and
-// outputs (hidden from it: another user's 0700 folder, and an empty folder inside the sandbox), and
-// the candidate's scratch folder. Both runner processes start warm with the folder; the compile
-// runs while the reference does. Seeds are drawn fresh from std::random_device for every
-// evaluation unless EvalOptions::seed pins them.
+// Native candidates (cpp, cuda, hip, sycl) run in kforge-harness (runner/HARNESS.md), driven
+// from here: each trial's inputs reach the harness's arena only at that trial's turn, its outputs
+// are copied out while the harness is frozen, and timing is parent-driven (timed calls are
+// checked calls; the parent's clock bounds the child's claims). opencl and module candidates run
+// in the Python runner's candidate phase (runner/PROTOCOL.md). The reference runs first, in its
+// own process, on fresh secret seeds (std::random_device for every evaluation unless
+// EvalOptions::seed pins them); its folder is never visible to a harness.
 //
 // Thread-safety: Evaluate() may be called from several threads; each call owns its work folder.
 #ifndef KFORGE_EVAL_EVALUATOR_H_
@@ -77,6 +79,10 @@ struct EvalOptions {
   // With `time`: torch.compile baselines to time besides eager ("compile",
   // "compile-max-autotune"), cached per task, target and library versions.
   std::vector<std::string> baselines;
+  // Native candidates run in kforge-harness (runner/HARNESS.md). Off (or KFORGE_NATIVE_HARNESS=0
+  // in the environment): in the Python runner's candidate phase, as opencl and module
+  // candidates do (for measuring one against the other).
+  bool native_harness = true;
   // With `time`: a device without a calibration for the runner's environment is calibrated
   // first (once; eval/calibration.h), so the physics floor always applies. Off: only a stored
   // calibration is used.
@@ -122,6 +128,9 @@ class Evaluator {
   // The calibration of the device the environment names, for that environment: stored, or
   // measured now on `backend`'s device (EvalOptions::calibrate); null when there is none.
   const Calibration* CalibrationFor(const Backend& backend, const std::string& environment_json);
+
+  // The steps of one Evaluate() call (evaluator.cc).
+  struct Steps;
 
   CompileService& compiler_;
   EvalOptions options_;

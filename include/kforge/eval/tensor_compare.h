@@ -5,7 +5,9 @@
 #define KFORGE_EVAL_TENSOR_COMPARE_H_
 
 #include <cstdint>
+#include <cstddef>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,8 @@ struct TensorFile {
   std::filesystem::path file;  // absolute
   std::string dtype;           // float32, float16, bfloat16, float64, int32, int64, int16, int8, uint8, bool
   std::vector<std::int64_t> shape;
+  std::string scalar;  // "int" or "float" for a Python number stored as a 0-d float64 tensor
+  std::string key;     // a state tensor's state_dict() key ("" otherwise)
 
   std::int64_t numel() const;
 };
@@ -42,6 +46,14 @@ struct TensorComparison {
 // equal infinities match. Errors only for unreadable files.
 Result<TensorComparison> CompareTensors(const TensorFile& reference, const TensorFile& candidate,
                                         const Tolerance& tolerance);
+
+// The same rule with the candidate's tensor in memory (a frozen copy taken from a harness's
+// arena, eval/harness_session.h).
+Result<TensorComparison> CompareTensorToMemory(const TensorFile& reference,
+                                               const std::string& dtype,
+                                               const std::vector<std::int64_t>& shape,
+                                               std::span<const std::byte> candidate,
+                                               const Tolerance& tolerance);
 
 // A (reference, candidate) pair for CompareTensorPairs; both must outlive the call.
 struct TensorPair {

@@ -16,6 +16,11 @@ struct TimingOptions {
   double max_seconds = 15;        // stop after this much wall time whatever the noise
   double target_rel_std = 0.005;  // stop once the relative standard deviation is below; 0: off
   double warmup_seconds = 0.2;    // untimed calls first, at least one
+  // Parent-driven timing (native harness, runner/HARNESS.md): stop once the 95 % confidence
+  // interval of the median is narrower than this share of it (eval/median_interval.h), after at
+  // least min_samples samples; max_seconds stays the cap. The Python runner's own timing keeps
+  // target_rel_std.
+  double target_median_ci = 0.01;
 };
 
 // Statistics of the timed samples of one call, in seconds.
@@ -28,7 +33,7 @@ struct TimingStats {
   double p90_s = 0;
   double rel_std = 0;  // sample standard deviation / mean
   int samples = 0;
-  std::string stopped_by;  // noise, timeout, min
+  std::string stopped_by;  // noise, timeout, min; parent-driven timing: ci, timeout
   // The cold protocol on cuda devices (runner/kforge_runner/cuda_timing.py); absent elsewhere.
   int discarded = 0;                            // throttled samples left out
   std::optional<int> sm_clock_mhz;              // median SM clock of the kept samples
@@ -38,6 +43,15 @@ struct TimingStats {
   std::optional<double> host_sync_median_s;     // device-synchronised host clock
   bool side_stream_suspect = false;             // host time far above the event time
   std::string cold_json;                        // what the cold protocol did (flush bytes, spin)
+  // Parent-driven timing (native harness): the median's 95 % interval, how many timed samples
+  // were compared with the reference, the parent's own figure per call (eval/harness_timing.h)
+  // and the calls in the graph of the graph-replay side figure.
+  std::optional<double> median_ci_low_s;
+  std::optional<double> median_ci_high_s;
+  int checked_samples = 0;
+  double check_seconds = 0;  // the parent's time freezing, copying and comparing timed outputs
+  std::optional<double> parent_median_s;
+  int graph_calls = 0;
 
   // "median 1.23 ms (mean 1.25 ms, min 1.20 ms, p10-p90 1.21-1.31 ms), noise 0.4 %,
   // 812 samples, stopped by noise, clock perf_counter"

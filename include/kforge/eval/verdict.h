@@ -152,6 +152,9 @@ struct Verdict {
   // correct; reports keep it apart.
   bool held_for_review = false;
   std::string review_reason;
+  // The out-of-process device-time check (eval/device_time_check.h, DeviceTimeCheck::ToJson)
+  // of a result that was promoted (reported, exported); empty when it was not run.
+  std::string device_time_check_json;
   // Load while the timed phases ran (core/load_monitor.h): the reference's (eager and compile
   // baselines) and the candidate's. `timed_under_load` when either was busy: the figures stand,
   // flagged, with `load_reasons` saying what competed; a bench times such an evaluation once more

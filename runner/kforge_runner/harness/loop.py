@@ -76,7 +76,10 @@ class Harness:
     # -- the loop ----------------------------------------------------------------------------
 
     def serve(self) -> int:
-        """Answers commands until ``quit`` or the end of the channel; returns the exit status."""
+        """Answers commands until ``quit`` or the end of the channel; returns the exit status.
+
+        Every reply echoes its command's ``id`` (runner/HARNESS.md "Ids"): the parent takes a
+        reply without it, or with another, for a protocol break."""
         while True:
             try:
                 message = self.channel.receive()
@@ -85,21 +88,28 @@ class Harness:
                 continue
             if message is None:
                 return 0
+            ident = message.get("id") if isinstance(message, dict) else None
+
+            def send(reply: Dict[str, Any]) -> None:
+                if ident is not None:
+                    reply["id"] = ident
+                self.channel.send(reply)
+
             try:
                 command = messages.parse(message)
             except ProtocolError as e:
-                self.channel.send(_infra(str(e)))
+                send(_infra(str(e)))
                 continue
             except Exception as e:  # pylint: disable=broad-except  # a harness bug: say so
-                self.channel.send(_infra(errors.format_diagnostics(e, context="harness (parse)")))
+                send(_infra(errors.format_diagnostics(e, context="harness (parse)")))
                 continue
             if isinstance(command, messages.Quit):
                 return 0
             reply = self._answer(command)
             try:
-                self.channel.send(reply)
+                send(reply)
             except ChannelError as e:
-                self.channel.send(_infra(f"the reply could not be sent: {e}"))
+                send(_infra(f"the reply could not be sent: {e}"))
 
     def _answer(self, command) -> Dict[str, Any]:
         name = type(command).__name__.lower()

@@ -300,8 +300,8 @@ extern "C" int kforge_forward(const kforge_tensor* in, int, kforge_tensor* out, 
   auto r = CallOnce(*s, {1, 1, 1, 1});
   ASSERT_TRUE(r);
   const auto y = AsFloats(r->outputs[0]);
-  EXPECT_EQ(y[0], 1);
-  EXPECT_TRUE(std::isnan(y[2]) && std::isnan(y[3]));
+  EXPECT_EQ(y.at(0), 1);
+  EXPECT_TRUE(std::isnan(y.at(2)) && std::isnan(y.at(3)));
 }
 
 TEST_F(HarnessSessionTest, FailuresAreTheirVerdictStatuses) {
@@ -378,8 +378,8 @@ extern "C" int kforge_forward(const kforge_tensor*, int, kforge_tensor* out, int
   auto r = CallOnce(*s, {0, 0});
   ASSERT_TRUE(r) << r.error().message << r.error().diagnostics;
   const auto y = AsFloats(r->outputs[0]);
-  EXPECT_EQ(y[0], static_cast<float>(EPERM)) << "fork must fail with EPERM";
-  EXPECT_EQ(y[1], 42);
+  EXPECT_EQ(y.at(0), static_cast<float>(EPERM)) << "fork must fail with EPERM";
+  EXPECT_EQ(y.at(1), 42);
 }
 
 // A thread the candidate leaves running writes the rest of the output after the call has
@@ -405,7 +405,7 @@ extern "C" int kforge_forward(const kforge_tensor* in, int, kforge_tensor* out, 
   auto r = CallOnce(*s, std::vector<float>(1000, 1));
   ASSERT_TRUE(r);
   const auto y = AsFloats(r->outputs[0]);
-  EXPECT_TRUE(std::isnan(y[999])) << "the late half must read as poison";
+  EXPECT_TRUE(std::isnan(y.at(999))) << "the late half must read as poison";
 }
 
 TEST_F(HarnessSessionTest, EmptySamplesBeforeLoadAndTimedSamplesAfter) {
